@@ -1,0 +1,38 @@
+# Build options and the warning/codegen flags every kvplan target shares.
+option(KVPLAN_WERROR "Treat warnings as errors (CI turns this on)" OFF)
+option(KVPLAN_NATIVE "Optimise for the build machine's CPU (like llama.cpp's GGML_NATIVE)" ON)
+option(KVPLAN_BUILD_TESTS "Build GoogleTest tests" ON)
+option(KVPLAN_BUILD_BENCHMARKS "Build Google Benchmark programs" ON)
+set(KVPLAN_SANITIZE "" CACHE STRING "Sanitizers: '', 'address;undefined' or 'thread'")
+set(KVPLAN_HIP "OFF" CACHE STRING "GPU backend: OFF, AMD (hipcc) or NVIDIA (nvcc through kernels/gpu_compat.h)")
+set_property(CACHE KVPLAN_HIP PROPERTY STRINGS OFF AMD NVIDIA)
+
+add_library(kvplan_build_flags INTERFACE)
+target_compile_options(kvplan_build_flags INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+  # Quantized codes must be bit-identical between CPU and GPU builds: forbid the compiler from
+  # fusing a*b+c into an FMA, which changes rounding.
+  -ffp-contract=off
+  # GCC 12 reports false -Wrestrict positives inside libstdc++ string concatenation (GCC PR 105329).
+  $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
+if(KVPLAN_WERROR)
+  target_compile_options(kvplan_build_flags INTERFACE -Werror)
+endif()
+if(KVPLAN_NATIVE)
+  target_compile_options(kvplan_build_flags INTERFACE -march=native)
+endif()
+if(KVPLAN_SANITIZE)
+  list(JOIN KVPLAN_SANITIZE "," _kvplan_san)
+  target_compile_options(kvplan_build_flags INTERFACE -fsanitize=${_kvplan_san} -fno-omit-frame-pointer
+                                                      -fno-sanitize-recover=all)
+  target_link_options(kvplan_build_flags INTERFACE -fsanitize=${_kvplan_san})
+endif()
+
+# kvplan_add_library(name SOURCES ... DEPS ...): one static library per module folder.
+function(kvplan_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC kvplan_build_flags ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endfunction()

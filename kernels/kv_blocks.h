@@ -1,0 +1,81 @@
+// The byte layouts of every packed KV format, described once.
+//
+// ggml-compatible blocks hold 32 consecutive values of a row (head_dim for per-token packing, or
+// 32 tokens of one channel for per-channel packing). Their layout is ggml's, byte for byte:
+// f16 fields are IEEE half bits, little-endian; nibble j of `qs` holds value j in its low 4 bits
+// and value j+16 in its high 4 bits; q5 formats keep the fifth bit of value j in bit j of `qh`.
+//
+// Uniform integer groups (int8/int4/int2, KIVI/KVTuner style) are
+//   [f16 scale][f16 zero][codes: ceil(n * bits / 8) bytes]
+// for a group of n values; code i occupies bits [i*bits, (i+1)*bits) of the code bytes read as a
+// little-endian bit stream (lowest bits = first value); value = code * scale + zero.
+//
+// Rows are sequences of blocks/groups with no padding between them, so blocks may start at odd
+// offsets: code reads and writes them byte-wise, never through these structs. The structs exist to
+// document the layout and pin the sizes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvplan {
+
+inline constexpr int kGgmlBlock = 32;  // QK8_0 == QK4_0 == QK4_1 == QK5_0 == QK5_1 == QK4_NL
+
+struct BlockQ8_0 {
+  uint16_t d;  // f16 scale
+  int8_t qs[kGgmlBlock];
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kGgmlBlock / 2];
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+
+struct BlockQ4_1 {
+  uint16_t d;  // f16 scale
+  uint16_t m;  // f16 minimum
+  uint8_t qs[kGgmlBlock / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];  // fifth bits, value j -> bit j of the little-endian u32
+  uint8_t qs[kGgmlBlock / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kGgmlBlock / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+
+struct BlockIq4Nl {
+  uint16_t d;
+  uint8_t qs[kGgmlBlock / 2];  // indices into kIq4NlValues
+};
+static_assert(sizeof(BlockIq4Nl) == 18);
+
+// The non-linear 4-bit codebook of ggml's IQ4_NL.
+inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+struct IntGroupHeader {
+  uint16_t scale;  // f16: (max - min) / (2^bits - 1)
+  uint16_t zero;   // f16: the group minimum
+};
+static_assert(sizeof(IntGroupHeader) == 4);
+
+inline constexpr size_t int_group_bytes(size_t n_values, int bits) {
+  return sizeof(IntGroupHeader) + (n_values * static_cast<size_t>(bits) + 7) / 8;
+}
+static_assert(int_group_bytes(32, 4) == 20 && int_group_bytes(32, 2) == 12 &&
+              int_group_bytes(32, 8) == 36 && int_group_bytes(8, 2) == 6);
+
+}  // namespace kvplan

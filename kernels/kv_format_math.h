@@ -1,0 +1,304 @@
+// Quantize/dequantize math for every packed KV format: one block or group at a time, pure inline
+// functions compiled for both the CPU (src/formats) and the GPU kernels, so both produce identical
+// codes. Layouts are in kv_blocks.h. The ggml-compatible quantizers reproduce ggml's reference
+// quantizers (quantize_row_*_ref) operation for operation — same rounding, same order of float
+// operations — so their bytes are identical; build with -ffp-contract=off to keep it that way.
+//
+//   uint8_t block[18];
+//   kvplan::quantize_block_q4_0(x, block);       // x: 32 floats
+//   kvplan::dequantize_block_q4_0(block, y);
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/float_convert.h"
+#include "kernels/kv_blocks.h"
+#include "kernels/kvplan_hd.h"
+
+namespace kvplan {
+
+KVPLAN_HD inline uint16_t load_u16_le(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+KVPLAN_HD inline void store_u16_le(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+KVPLAN_HD inline uint32_t load_u32_le(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+KVPLAN_HD inline void store_u32_le(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+KVPLAN_HD inline float fmaxf_hd(float a, float b) { return a > b ? a : b; }
+KVPLAN_HD inline float fminf_hd(float a, float b) { return a < b ? a : b; }
+
+// The value of largest magnitude, keeping its sign; the first one wins ties (ggml's rule).
+KVPLAN_HD inline float signed_absmax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    const float v = x[j];
+    if (amax < std::fabs(v)) {
+      amax = std::fabs(v);
+      max = v;
+    }
+  }
+  return max;
+}
+
+KVPLAN_HD inline void minmax(const float* x, int n, float* out_min, float* out_max) {
+  float lo = x[0], hi = x[0];
+  for (int j = 1; j < n; ++j) {
+    lo = fminf_hd(lo, x[j]);
+    hi = fmaxf_hd(hi, x[j]);
+  }
+  *out_min = lo;
+  *out_max = hi;
+}
+
+// ---- ggml q8_0: d = amax/127, q = roundf(x/d) ------------------------------------------------
+KVPLAN_HD inline void quantize_block_q8_0(const float* x, uint8_t* out) {
+  float amax = 0.0f;
+  for (int j = 0; j < kGgmlBlock; ++j) amax = fmaxf_hd(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16_le(out, f32_to_f16(d));
+  for (int j = 0; j < kGgmlBlock; ++j) {
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
+  }
+}
+KVPLAN_HD inline void dequantize_block_q8_0(const uint8_t* in, float* y) {
+  const float d = f16_to_f32(load_u16_le(in));
+  for (int j = 0; j < kGgmlBlock; ++j) y[j] = static_cast<float>(static_cast<int8_t>(in[2 + j])) * d;
+}
+
+// ---- ggml q4_0: d = max/-8 (signed max), q = min(15, trunc(x/d + 8.5)) -----------------------
+KVPLAN_HD inline void quantize_block_q4_0(const float* x, uint8_t* out) {
+  const float max = signed_absmax(x, kGgmlBlock);
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16_le(out, f32_to_f16(d));
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    const int q0 = static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f));
+    const int q1 = static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 8.5f));
+    const int c0 = q0 < 15 ? q0 : 15;
+    const int c1 = q1 < 15 ? q1 : 15;
+    out[2 + j] = static_cast<uint8_t>(c0 | (c1 << 4));
+  }
+}
+KVPLAN_HD inline void dequantize_block_q4_0(const uint8_t* in, float* y) {
+  const float d = f16_to_f32(load_u16_le(in));
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    y[j] = static_cast<float>((in[2 + j] & 0x0f) - 8) * d;
+    y[j + 16] = static_cast<float>((in[2 + j] >> 4) - 8) * d;
+  }
+}
+
+// ---- ggml q4_1: d = (max-min)/15, m = min, q = min(15, trunc((x-min)/d + 0.5)) ---------------
+KVPLAN_HD inline void quantize_block_q4_1(const float* x, uint8_t* out) {
+  float lo, hi;
+  minmax(x, kGgmlBlock, &lo, &hi);
+  const float d = (hi - lo) / 15.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16_le(out, f32_to_f16(d));
+  store_u16_le(out + 2, f32_to_f16(lo));
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    const int q0 = static_cast<int>(static_cast<int8_t>((x[j] - lo) * id + 0.5f));
+    const int q1 = static_cast<int>(static_cast<int8_t>((x[j + 16] - lo) * id + 0.5f));
+    const int c0 = q0 < 15 ? q0 : 15;
+    const int c1 = q1 < 15 ? q1 : 15;
+    out[4 + j] = static_cast<uint8_t>(c0 | (c1 << 4));
+  }
+}
+KVPLAN_HD inline void dequantize_block_q4_1(const uint8_t* in, float* y) {
+  const float d = f16_to_f32(load_u16_le(in));
+  const float m = f16_to_f32(load_u16_le(in + 2));
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    y[j] = static_cast<float>(in[4 + j] & 0x0f) * d + m;
+    y[j + 16] = static_cast<float>(in[4 + j] >> 4) * d + m;
+  }
+}
+
+// ---- ggml q5_0: d = max/-16, q = min(31, trunc(x/d + 16.5)), fifth bits in qh ----------------
+KVPLAN_HD inline void quantize_block_q5_0(const float* x, uint8_t* out) {
+  const float max = signed_absmax(x, kGgmlBlock);
+  const float d = max / -16.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16_le(out, f32_to_f16(d));
+  uint32_t qh = 0;
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    const int q0 = static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f));
+    const int q1 = static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 16.5f));
+    const uint32_t c0 = static_cast<uint32_t>(q0 < 31 ? q0 : 31);
+    const uint32_t c1 = static_cast<uint32_t>(q1 < 31 ? q1 : 31);
+    out[6 + j] = static_cast<uint8_t>((c0 & 0x0f) | ((c1 & 0x0f) << 4));
+    qh |= ((c0 & 0x10u) >> 4) << j;
+    qh |= ((c1 & 0x10u) >> 4) << (j + 16);
+  }
+  store_u32_le(out + 2, qh);
+}
+KVPLAN_HD inline void dequantize_block_q5_0(const uint8_t* in, float* y) {
+  const float d = f16_to_f32(load_u16_le(in));
+  const uint32_t qh = load_u32_le(in + 2);
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    const int h0 = static_cast<int>(((qh >> j) << 4) & 0x10u);
+    const int h1 = static_cast<int>((qh >> (j + 12)) & 0x10u);
+    y[j] = static_cast<float>(((in[6 + j] & 0x0f) | h0) - 16) * d;
+    y[j + 16] = static_cast<float>(((in[6 + j] >> 4) | h1) - 16) * d;
+  }
+}
+
+// ---- ggml q5_1: d = (max-min)/31, m = min, q = trunc((x-min)/d + 0.5) -------------------------
+KVPLAN_HD inline void quantize_block_q5_1(const float* x, uint8_t* out) {
+  float lo, hi;
+  minmax(x, kGgmlBlock, &lo, &hi);
+  const float d = (hi - lo) / 31.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16_le(out, f32_to_f16(d));
+  store_u16_le(out + 2, f32_to_f16(lo));
+  uint32_t qh = 0;
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    const uint32_t c0 = static_cast<uint8_t>((x[j] - lo) * id + 0.5f);
+    const uint32_t c1 = static_cast<uint8_t>((x[j + 16] - lo) * id + 0.5f);
+    out[8 + j] = static_cast<uint8_t>((c0 & 0x0f) | ((c1 & 0x0f) << 4));
+    qh |= ((c0 & 0x10u) >> 4) << j;
+    qh |= ((c1 & 0x10u) >> 4) << (j + 16);
+  }
+  store_u32_le(out + 4, qh);
+}
+KVPLAN_HD inline void dequantize_block_q5_1(const uint8_t* in, float* y) {
+  const float d = f16_to_f32(load_u16_le(in));
+  const float m = f16_to_f32(load_u16_le(in + 2));
+  const uint32_t qh = load_u32_le(in + 4);
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    const uint32_t h0 = ((qh >> j) << 4) & 0x10u;
+    const uint32_t h1 = (qh >> (j + 12)) & 0x10u;
+    y[j] = static_cast<float>((in[8 + j] & 0x0fu) | h0) * d + m;
+    y[j + 16] = static_cast<float>((in[8 + j] >> 4) | h1) * d + m;
+  }
+}
+
+// ---- ggml iq4_nl: non-linear codebook, weighted least-squares scale search (ntry = 7) --------
+KVPLAN_HD inline int iq4_nl_nearest(float x) {
+  const int8_t* val = kIq4NlValues;
+  if (x <= val[0]) return 0;
+  if (x >= val[15]) return 15;
+  int lo = 0, hi = 15;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (x < val[mid]) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return x - static_cast<float>(val[hi - 1]) < static_cast<float>(val[hi]) - x ? hi - 1 : hi;
+}
+
+KVPLAN_HD inline void quantize_block_iq4_nl(const float* x, uint8_t* out) {
+  constexpr int kTries = 7;
+  float weight[kGgmlBlock];
+  uint8_t idx[kGgmlBlock];
+  for (int j = 0; j < kGgmlBlock; ++j) weight[j] = x[j] * x[j];
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < kGgmlBlock; ++j) {
+    const float ax = std::fabs(x[j]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[j];
+    }
+  }
+  float scale = 0.0f;
+  if (amax >= 1e-15f) {
+    const float v0 = static_cast<float>(kIq4NlValues[0]);
+    float d = -max / v0;
+    float id = 1.0f / d;
+    float sumqx = 0.0f, sumq2 = 0.0f;
+    for (int j = 0; j < kGgmlBlock; ++j) {
+      const float q = static_cast<float>(kIq4NlValues[iq4_nl_nearest(id * x[j])]);
+      sumqx += weight[j] * q * x[j];
+      sumq2 += weight[j] * q * q;
+    }
+    d = sumqx / sumq2;
+    float best = d * sumqx;
+    for (int itry = -kTries; itry <= kTries; ++itry) {
+      id = (static_cast<float>(itry) + v0) / max;
+      sumqx = sumq2 = 0.0f;
+      for (int j = 0; j < kGgmlBlock; ++j) {
+        const float q = static_cast<float>(kIq4NlValues[iq4_nl_nearest(id * x[j])]);
+        sumqx += weight[j] * q * x[j];
+        sumq2 += weight[j] * q * q;
+      }
+      if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+        d = sumqx / sumq2;
+        best = d * sumqx;
+      }
+    }
+    scale = d;
+  }
+  store_u16_le(out, f32_to_f16(scale));
+  const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
+  for (int j = 0; j < kGgmlBlock; ++j) idx[j] = static_cast<uint8_t>(iq4_nl_nearest(id * x[j]));
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    out[2 + j] = static_cast<uint8_t>(idx[j] | (idx[j + 16] << 4));
+  }
+}
+KVPLAN_HD inline void dequantize_block_iq4_nl(const uint8_t* in, float* y) {
+  const float d = f16_to_f32(load_u16_le(in));
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    y[j] = d * static_cast<float>(kIq4NlValues[in[2 + j] & 0x0f]);
+    y[j + 16] = d * static_cast<float>(kIq4NlValues[in[2 + j] >> 4]);
+  }
+}
+
+// ---- uniform asymmetric integers (KIVI / KVTuner): scale = (max-min)/(2^b-1), zero = min -------
+// Codes are computed against the f16-rounded scale and zero that dequantization will use, so the
+// error of every value is at most half a step plus the f16 rounding of the zero point.
+KVPLAN_HD inline float saturate_to_f16_range(float v) {
+  return fminf_hd(fmaxf_hd(v, -65504.0f), 65504.0f);
+}
+
+template <int kBits>
+KVPLAN_HD inline void quantize_group_int(const float* x, int n, uint8_t* out) {
+  constexpr int kMaxCode = (1 << kBits) - 1;
+  float lo, hi;
+  minmax(x, n, &lo, &hi);
+  const uint16_t scale_h = f32_to_f16(saturate_to_f16_range((hi - lo) / static_cast<float>(kMaxCode)));
+  const uint16_t zero_h = f32_to_f16(saturate_to_f16_range(lo));
+  store_u16_le(out, scale_h);
+  store_u16_le(out + 2, zero_h);
+  const float scale = f16_to_f32(scale_h);
+  const float zero = f16_to_f32(zero_h);
+  const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  uint8_t* codes = out + sizeof(IntGroupHeader);
+  constexpr int kPerByte = 8 / kBits;
+  for (int base = 0; base < n; base += kPerByte) {
+    uint32_t byte = 0;
+    for (int k = 0; k < kPerByte && base + k < n; ++k) {
+      float q = std::rint((x[base + k] - zero) * inv);
+      q = fminf_hd(fmaxf_hd(q, 0.0f), static_cast<float>(kMaxCode));
+      byte |= static_cast<uint32_t>(q) << (k * kBits);
+    }
+    codes[base / kPerByte] = static_cast<uint8_t>(byte);
+  }
+}
+
+template <int kBits>
+KVPLAN_HD inline void dequantize_group_int(const uint8_t* in, int n, float* y) {
+  constexpr uint32_t kMask = (1u << kBits) - 1u;
+  constexpr int kPerByte = 8 / kBits;
+  const float scale = f16_to_f32(load_u16_le(in));
+  const float zero = f16_to_f32(load_u16_le(in + 2));
+  const uint8_t* codes = in + sizeof(IntGroupHeader);
+  for (int i = 0; i < n; ++i) {
+    const uint32_t code = (codes[i / kPerByte] >> ((i % kPerByte) * kBits)) & kMask;
+    y[i] = static_cast<float>(code) * scale + zero;
+  }
+}
+
+}  // namespace kvplan

@@ -1,0 +1,11 @@
+// Each subcommand lives in its own file and registers itself on the root CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kvplan::cli {
+
+void register_estimate_command(CLI::App& app);
+void register_formats_command(CLI::App& app);
+
+}  // namespace kvplan::cli

@@ -1,0 +1,80 @@
+// kvplan formats: every KV format with its nominal bits, bytes per row and overhead.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "formats/format.h"
+#include "formats/format_size.h"
+
+namespace kvplan::cli {
+namespace {
+
+struct FormatsOptions {
+  int head_dim = 128;
+  int group_size = 32;
+  bool json = false;
+};
+
+void run_formats(const FormatsOptions& o) {
+  if (o.head_dim <= 0 || o.group_size <= 0) {
+    fail(ErrorCode::kInvalidArgument, "--head-dim and --group-size must be > 0");
+  }
+  const size_t d = static_cast<size_t>(o.head_dim);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const FormatInfo& info : all_format_infos()) {
+    const Format f(info.id);
+    nlohmann::json row = {{"name", info.name},
+                          {"id", static_cast<int>(info.id)},
+                          {"version", info.version},
+                          {"nominal_bits", info.bits},
+                          {"meaning", info.meaning}};
+    try {
+      const size_t bytes = packed_row_bytes(f, d, static_cast<size_t>(o.group_size));
+      row["bytes_per_row"] = bytes;
+      row["effective_bits"] = 8.0 * static_cast<double>(bytes) / static_cast<double>(d);
+      row["overhead_bits"] = row["effective_bits"].get<double>() - info.bits;
+    } catch (const Error& e) {
+      row["unsupported"] = e.what();
+    }
+    rows.push_back(row);
+  }
+  if (o.json) {
+    std::printf("%s\n", nlohmann::json{{"head_dim", o.head_dim}, {"group_size", o.group_size},
+                                       {"formats", rows}}.dump(2).c_str());
+    return;
+  }
+  std::printf("head_dim %d, int group %d\n\n", o.head_dim, o.group_size);
+  std::printf("%-10s %4s %4s %6s %10s %9s %9s  %s\n", "format", "id", "ver", "bits", "bytes/row",
+              "eff.bits", "overhead", "meaning");
+  for (const nlohmann::json& r : rows) {
+    if (r.contains("unsupported")) {
+      std::printf("%-10s %4d %4d %6d %10s %9s %9s  %s\n", r["name"].get<std::string>().c_str(),
+                  r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(), "-",
+                  "-", "-", "(needs head_dim a multiple of 32)");
+      continue;
+    }
+    std::printf("%-10s %4d %4d %6d %10zu %9.3f %9.3f  %s\n", r["name"].get<std::string>().c_str(),
+                r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(),
+                r["bytes_per_row"].get<size_t>(), r["effective_bits"].get<double>(),
+                r["overhead_bits"].get<double>(), r["meaning"].get<std::string>().c_str());
+  }
+  std::printf("%-10s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",
+              "-", "opaque engine slot: N bytes per token per KV head for K and V together");
+}
+
+}  // namespace
+
+void register_formats_command(CLI::App& app) {
+  auto o = std::make_shared<FormatsOptions>();
+  CLI::App* cmd = app.add_subcommand("formats", "List KV formats: bits, bytes per row, overhead");
+  cmd->footer("Example: kvplan formats --head-dim 64");
+  cmd->add_option("--head-dim", o->head_dim, "Values per row (head_dim)");
+  cmd->add_option("--group-size", o->group_size, "Group of the int formats (clamped to the row)");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([o] { run_formats(*o); });
+}
+
+}  // namespace kvplan::cli

@@ -1,0 +1,41 @@
+// kvplan: layer-wise mixed-precision KV-cache plans — tune, inspect, estimate, export.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/logging.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvplan: find, per layer, the KV-cache precision a model can take, and use it."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", KVPLAN_VERSION);
+  bool verbose = false, quiet = false;
+  app.add_flag("-v,--verbose", verbose, "Debug logging");
+  app.add_flag("-q,--quiet", quiet, "Only warnings and errors");
+  app.footer(
+      "Exit codes: 0 ok, 1 runtime failure, 2 bad usage or input.\n"
+      "Example: kvplan estimate --model llama-3.1-8b --context 32K,128K --kv K8V4");
+  kvplan::cli::register_estimate_command(app);
+  kvplan::cli::register_formats_command(app);
+  app.parse_complete_callback([&] {
+    kvplan::init_logging(quiet     ? kvplan::LogLevel::kQuiet
+                         : verbose ? kvplan::LogLevel::kVerbose
+                                   : kvplan::LogLevel::kInfo);
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  } catch (const kvplan::Error& e) {
+    std::fprintf(stderr, "kvplan: error: %s\n", e.what());
+    return kvplan::is_bad_input(e.code()) ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kvplan: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,46 @@
+#include "core/hash.h"
+
+#include <xxhash.h>
+
+#include <fmt/format.h>
+
+namespace kvplan {
+
+uint64_t hash64(std::span<const std::byte> bytes, uint64_t seed) {
+  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed);
+}
+
+uint64_t hash64(std::string_view text, uint64_t seed) {
+  return XXH3_64bits_withSeed(text.data(), text.size(), seed);
+}
+
+std::string hash_hex(uint64_t hash) { return fmt::format("{:016x}", hash); }
+
+Hasher::Hasher() : state_(XXH3_createState()) {
+  XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+Hasher::~Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+Hasher& Hasher::update(std::string_view text) {
+  update_u64(text.size());
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), text.data(), text.size());
+  return *this;
+}
+
+Hasher& Hasher::update_bytes(std::span<const std::byte> bytes) {
+  update_u64(bytes.size());
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
+  return *this;
+}
+
+Hasher& Hasher::update_u64(uint64_t value) {
+  unsigned char le[8];
+  for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(value >> (8 * i));
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), le, sizeof le);
+  return *this;
+}
+
+uint64_t Hasher::digest() const { return XXH3_64bits_digest(static_cast<XXH3_state_t*>(state_)); }
+
+}  // namespace kvplan

@@ -1,0 +1,34 @@
+// A read-only memory map of a whole file (model weights are mapped, never copied wholesale).
+//
+//   kvplan::MappedFile file("model.gguf");
+//   std::span<const std::byte> bytes = file.bytes();
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+
+namespace kvplan {
+
+class MappedFile {
+ public:
+  // Throws Error(kNotFound) for a missing file, kIo if it cannot be mapped.
+  explicit MappedFile(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+
+  [[nodiscard]] std::span<const std::byte> bytes() const { return {data_, size_}; }
+  [[nodiscard]] size_t size() const { return size_; }
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  void release();
+  std::filesystem::path path_;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace kvplan

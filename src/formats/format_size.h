@@ -1,0 +1,28 @@
+// Byte sizes of packed rows — the one place size math for KV formats lives.
+//
+// A "row" is the run of values one pack call turns into bytes: head_dim values of one token and
+// KV head (per-token mode), or group_size tokens of one channel (per-channel/KIVI keys).
+//
+//   kvplan::packed_row_bytes(kvplan::Format::parse("q8_0"), 128, 32);  // 136
+//   kvplan::packed_row_bytes(kvplan::Format::parse("int4"), 8, 32);    // group clamped to 8: 8 B
+#pragma once
+
+#include <cstddef>
+
+#include "formats/format.h"
+
+namespace kvplan {
+
+// The group a uniform-int row really uses: group_size clamped to the row (ARCHITECTURE §3.1).
+// For ggml blocks it is 32; for plain and fp8 formats the whole row.
+size_t effective_group_size(Format format, size_t n_values, size_t group_size);
+
+// Exact bytes of one packed row. Throws Error(kInvalidArgument) when the format cannot pack such a
+// row — a ggml block format on a row that is not a multiple of 32 values, group_size 0, or a slot
+// (slots are sized per token, see Format::slot_bytes) — with a message naming format and sizes.
+size_t packed_row_bytes(Format format, size_t n_values, size_t group_size);
+
+// 8 * bytes / values: bits per value including scales, zero points and block overhead.
+double effective_bits(Format format, size_t n_values, size_t group_size);
+
+}  // namespace kvplan

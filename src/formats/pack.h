@@ -1,0 +1,42 @@
+// Pack and unpack rows of f32 values into a format's bytes (CPU path; the GPU kernels call the
+// same per-block math from kernels/kv_format_math.h, so codes are bit-identical).
+//
+//   kvplan::PackOptions opt{.group_size = 32};
+//   std::vector<uint8_t> bytes(kvplan::packed_row_bytes(f, row.size(), opt.group_size));
+//   kvplan::pack_row(f, row, bytes, opt);
+//   kvplan::unpack_row(f, bytes, restored, opt);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "formats/format.h"
+
+namespace kvplan {
+
+struct PackOptions {
+  size_t group_size = 32;  // uniform-int group; clamped to the row
+  float fp8_scale = 1.0f;  // FP8 formats: stored value = fp8(x / fp8_scale), per (layer, head)
+};
+
+// Throws Error(kInvalidArgument) if the format cannot pack the row or `out` is not exactly
+// packed_row_bytes(format, values.size(), group_size) long.
+void pack_row(Format format, std::span<const float> values, std::span<uint8_t> out,
+              const PackOptions& options);
+void unpack_row(Format format, std::span<const uint8_t> packed, std::span<float> values,
+                const PackOptions& options);
+
+// Per-channel packing (KIVI keys): `values` is [n_tokens, n_channels] with rows `token_stride`
+// floats apart; channel c's n_tokens values become one packed row of packed_row_bytes(format,
+// n_tokens, n_tokens) bytes, channels back to back in `out`.
+void pack_channels(Format format, const float* values, size_t n_tokens, size_t n_channels,
+                   size_t token_stride, std::span<uint8_t> out, const PackOptions& options);
+void unpack_channels(Format format, std::span<const uint8_t> packed, size_t n_tokens,
+                     size_t n_channels, float* values, size_t token_stride,
+                     const PackOptions& options);
+
+// The FP8 scale that maps |x| <= absmax onto the format's largest finite value (1 when absmax is 0).
+float fp8_scale_for_absmax(Format format, float absmax);
+
+}  // namespace kvplan

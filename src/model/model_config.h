@@ -1,0 +1,63 @@
+// ModelConfig: the architecture facts kvplan needs about a model, from an HF config.json, a GGUF
+// header, or a preset in configs/models/. The estimator uses the KV geometry; the harness uses the
+// rest.
+//
+//   kvplan::ModelConfig c = kvplan::load_model_config("SmolLM2-135M", "configs/models");
+//   c.n_layers;  c.n_kv_heads[layer];  c.head_dim;
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace kvplan {
+
+class GgufFile;
+
+enum class RopeLayout {
+  kAdjacentPairs,  // rotate (x[2i], x[2i+1]): GGUF llama weights, ggml's "normal" RoPE
+  kHalfSplit,      // rotate (x[i], x[i + d/2]): HF Llama/Qwen2 weights, ggml's "neox" RoPE
+};
+
+enum class RopeScaling { kNone, kLinear, kLlama3 };
+
+struct ModelConfig {
+  std::string name;
+  std::string architecture;  // "llama", "qwen2", "mistral", ... (GGUF arch or HF model_type)
+  std::string source;        // the file the config was read from
+  int n_layers = 0;
+  int n_heads = 0;
+  std::vector<int> n_kv_heads;        // per layer (GQA/MQA/MHA and per-layer counts)
+  int head_dim = 0;                   // per head, keys and values
+  int hidden_size = 0;
+  int ffn_size = 0;
+  int vocab_size = 0;
+  std::vector<int64_t> sliding_window;  // per layer; 0 = full attention
+  int64_t context_length = 0;
+  double rope_theta = 10000.0;
+  RopeLayout rope_layout = RopeLayout::kHalfSplit;
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  double rope_factor = 1.0;
+  double rope_low_freq_factor = 1.0;
+  double rope_high_freq_factor = 4.0;
+  int64_t rope_original_context = 8192;
+  double rms_norm_eps = 1e-5;
+  bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2)
+  bool tied_embeddings = false;
+};
+
+// Reads an HF config.json (or a directory holding one). Refuses MLA and hybrid (SSM/linear
+// attention) models with Error(kUnimplemented) and malformed fields with kInvalidArgument, naming
+// the file and field.
+ModelConfig load_hf_config(const std::filesystem::path& path);
+ModelConfig hf_config_from_json(const nlohmann::json& j, const std::string& source);
+ModelConfig gguf_model_config(const GgufFile& gguf);
+
+// `spec` is a config.json, a directory holding one, a .gguf file (only its header is read) or the
+// name of a preset in `presets_dir` (e.g. "llama-3.1-8b").
+ModelConfig load_model_config(const std::string& spec, const std::filesystem::path& presets_dir);
+
+}  // namespace kvplan

@@ -1,0 +1,77 @@
+// The precision plan (plan.json, schema "kvplan.plan/v1", ARCHITECTURE §3.2): which (key, value)
+// format each layer uses, under which quantization settings, for which model — plus what was
+// measured about it. Read and validated here; written atomically by write_plan.
+//
+//   kvplan::Plan plan = kvplan::read_plan("plan.json");
+//   kvplan::check_plan_matches(plan, geometry, "model.gguf");   // refuses a plan for another model
+//   kvplan::write_plan("out.json", plan);
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/kv_pair.h"
+#include "plan/kv_geometry.h"
+#include "plan/quant_settings.h"
+
+namespace kvplan {
+
+inline constexpr const char* kPlanSchema = "kvplan.plan/v1";
+
+struct PlanModel {
+  std::string name;
+  std::string architecture;
+  std::string fingerprint;  // hex; see model fingerprint in src/model
+  int num_attention_heads = 0;
+  KvGeometry geometry;      // num_layers, num_kv_heads (per layer), head_dim, sliding windows
+};
+
+struct PlanLayer {
+  int index = 0;
+  int group = 0;  // search cluster the layer belonged to
+  KvPair pair;
+};
+
+struct PlanSummary {
+  double equivalent_bits = 0;   // KVTuner: mean over layers of (k_bits + v_bits) / 2
+  double effective_bits = 0;    // including scales, zero points, block overhead
+  double bytes_per_token = 0;
+  double bf16_bytes_per_token = 0;
+  double compression_ratio = 0;  // bf16 bytes / plan bytes
+};
+
+struct Plan {
+  std::string tool_version;
+  std::string created;
+  PlanModel model;
+  QuantSettings quantization;
+  std::string scale_dtype = "f16";
+  std::vector<PlanLayer> layers;
+  // Measured data travel as JSON: they are produced by the search/validation code and read by
+  // reports; the plan module only checks their shape.
+  nlohmann::json quality = nlohmann::json::object();
+  nlohmann::json pareto_front = nlohmann::json::array();
+  nlohmann::json baselines = nlohmann::json::array();
+  nlohmann::json provenance = nlohmann::json::object();
+
+  [[nodiscard]] std::vector<KvPair> pairs() const;
+};
+
+PlanSummary summarize_plan(const Plan& plan);
+
+// Throws Error(kInvalidArgument / kNotFound) naming the file and the field for anything malformed:
+// wrong schema, missing fields, unknown formats, layer count or sizes that disagree.
+Plan plan_from_json(const nlohmann::json& j, const std::string& source);
+Plan read_plan(const std::filesystem::path& path);
+nlohmann::json plan_to_json(const Plan& plan);
+void write_plan(const std::filesystem::path& path, const Plan& plan);
+
+// Refuses (Error kInvalidArgument) a plan whose layer count, KV heads or head_dim differ from the
+// model it is applied to, saying what differs.
+void check_plan_matches(const Plan& plan, const KvGeometry& model, const std::string& model_source);
+
+}  // namespace kvplan
