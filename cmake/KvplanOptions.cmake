@@ -7,16 +7,21 @@ set(KVPLAN_SANITIZE "" CACHE STRING "Sanitizers: '', 'address;undefined' or 'thr
 set(KVPLAN_HIP "OFF" CACHE STRING "GPU backend: OFF, AMD (hipcc) or NVIDIA (nvcc through kernels/gpu_compat.h)")
 set_property(CACHE KVPLAN_HIP PROPERTY STRINGS OFF AMD NVIDIA)
 
+# Code generation flags every target (libraries, tests, tools) must share.
 add_library(kvplan_build_flags INTERFACE)
 target_compile_options(kvplan_build_flags INTERFACE
-  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
   # Quantized codes must be bit-identical between CPU and GPU builds: forbid the compiler from
   # fusing a*b+c into an FMA, which changes rounding.
-  -ffp-contract=off
+  -ffp-contract=off)
+
+# Warnings for kvplan's own library and tool sources (tests use a lighter set).
+add_library(kvplan_warnings INTERFACE)
+target_compile_options(kvplan_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
   # GCC 12 reports false -Wrestrict positives inside libstdc++ string concatenation (GCC PR 105329).
   $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
 if(KVPLAN_WERROR)
-  target_compile_options(kvplan_build_flags INTERFACE -Werror)
+  target_compile_options(kvplan_warnings INTERFACE -Werror)
 endif()
 if(KVPLAN_NATIVE)
   target_compile_options(kvplan_build_flags INTERFACE -march=native)
@@ -33,6 +38,6 @@ function(kvplan_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR})
-  target_link_libraries(${name} PUBLIC kvplan_build_flags ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  target_link_libraries(${name} PUBLIC kvplan_build_flags ${ARG_DEPS} PRIVATE kvplan_warnings ${ARG_PRIVATE_DEPS})
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()

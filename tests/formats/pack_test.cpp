@@ -1,0 +1,232 @@
+#include "formats/pack.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "formats/format_size.h"
+
+namespace kvplan {
+namespace {
+
+enum class Distribution { kNormal, kOutliers, kPositive, kTiny };
+
+std::vector<float> random_row(size_t n, Distribution dist, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> row(n);
+  for (float& v : row) {
+    switch (dist) {
+      case Distribution::kNormal: v = normal(rng); break;
+      case Distribution::kOutliers: v = normal(rng) * (rng() % 16 == 0 ? 20.0f : 1.0f); break;
+      case Distribution::kPositive: v = 0.5f + std::fabs(normal(rng)); break;
+      case Distribution::kTiny: v = normal(rng) * 1e-3f; break;
+    }
+  }
+  return row;
+}
+
+// Worst-case |x - dequant(x)| for one value, derived from each format's definition (not from the
+// implementation): half a quantization step plus the f16 rounding of scales and zero points.
+double error_bound(const Format& f, std::span<const float> group, float x, float fp8_scale) {
+  const double u16 = std::ldexp(1.0, -11);  // f16 relative rounding of normal values
+  const double sub16 = std::ldexp(1.0, -25);  // f16 absolute rounding of subnormal values
+  double lo = group[0], hi = group[0], amax = 0;
+  for (float v : group) {
+    lo = std::min<double>(lo, v);
+    hi = std::max<double>(hi, v);
+    amax = std::max<double>(amax, std::fabs(v));
+  }
+  const double margin = 1e-6 * (amax + 1e-30);
+  switch (f.id()) {
+    case FormatId::kF32: return 0;
+    case FormatId::kF16: return std::fabs(x) * u16 + 6e-8;
+    case FormatId::kBF16: return std::fabs(x) * std::ldexp(1.0, -8);
+    case FormatId::kInt8:
+    case FormatId::kInt4:
+    case FormatId::kInt2: {
+      const double levels = (1 << f.info().bits) - 1;
+      const double step = (hi - lo) / levels;
+      return 0.5 * step * (1 + 4 * u16) + (std::fabs(lo) + levels * step) * u16 +
+             (levels + 1) * sub16 + margin;
+    }
+    case FormatId::kQ8_0: {
+      const double d = amax / 127;
+      return 0.5 * d + 127 * (d * u16 + sub16) + margin;
+    }
+    case FormatId::kQ4_0: return amax / 8 * (1 + 8 * u16) + 8 * sub16 + margin;    // +8 clamps to 7: one step
+    case FormatId::kQ5_0: return amax / 16 * (1 + 16 * u16) + 16 * sub16 + margin;  // +16 clamps to 15
+    case FormatId::kQ4_1:
+    case FormatId::kQ5_1: {
+      const double levels = f.id() == FormatId::kQ4_1 ? 15 : 31;
+      const double step = (hi - lo) / levels;
+      return 0.5 * step + (std::fabs(lo) + levels * step) * u16 + (levels + 1) * sub16 + margin;
+    }
+    case FormatId::kIq4Nl:
+      // Codebook gaps are at most 24 of 127 scale units around a least-squares scale.
+      return 0.2 * amax + margin;
+    case FormatId::kFp8E4M3: return std::fabs(x) * std::ldexp(1.0, -4) + fp8_scale * std::ldexp(1.0, -10);
+    case FormatId::kFp8E5M2: return std::fabs(x) * std::ldexp(1.0, -3) + fp8_scale * std::ldexp(1.0, -17);
+    case FormatId::kSlot: break;
+  }
+  return 0;
+}
+
+struct Case {
+  const char* format;
+  size_t head_dim;
+  size_t group;
+};
+
+class PackRoundTrip : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
+  const Case c = GetParam();
+  const Format f = Format::parse(c.format);
+  for (Distribution dist : {Distribution::kNormal, Distribution::kOutliers, Distribution::kPositive,
+                            Distribution::kTiny}) {
+    for (uint32_t seed = 1; seed <= 6; ++seed) {
+      const std::vector<float> row = random_row(c.head_dim, dist, seed * 977 + static_cast<uint32_t>(c.head_dim));
+      float absmax = 0;
+      for (float v : row) absmax = std::max(absmax, std::fabs(v));
+      PackOptions opt{.group_size = c.group};
+      if (f.family() == FormatFamily::kFp8) opt.fp8_scale = fp8_scale_for_absmax(f, absmax);
+
+      const size_t n_bytes = packed_row_bytes(f, row.size(), c.group);
+      std::vector<uint8_t> packed(n_bytes, 0xAB), repacked(n_bytes, 0xCD);
+      std::vector<float> restored(row.size(), std::nanf("")), restored2(row.size());
+      pack_row(f, row, packed, opt);
+      unpack_row(f, packed, restored, opt);
+
+      const size_t group = effective_group_size(f, row.size(), c.group);
+      for (size_t i = 0; i < row.size(); ++i) {
+        ASSERT_FALSE(std::isnan(restored[i])) << c.format << " value " << i << " not written";
+        const size_t g0 = i / group * group;
+        const std::span<const float> g(row.data() + g0, std::min(group, row.size() - g0));
+        const double bound = error_bound(f, g, row[i], opt.fp8_scale);
+        ASSERT_LE(std::fabs(static_cast<double>(row[i]) - restored[i]), bound)
+            << c.format << " d=" << c.head_dim << " g=" << c.group << " i=" << i << " x=" << row[i]
+            << " y=" << restored[i];
+      }
+      // Codes are exact on re-pack: packing the dequantized row reproduces the bytes.
+      // (iq4_nl re-runs a least-squares scale search, so only its values are checked for stability.)
+      pack_row(f, restored, repacked, opt);
+      if (f.id() != FormatId::kIq4Nl) {
+        ASSERT_EQ(packed, repacked) << c.format << " d=" << c.head_dim << " seed " << seed;
+      } else {
+        unpack_row(f, repacked, restored2, opt);
+        for (size_t i = 0; i < row.size(); ++i) {
+          ASSERT_LE(std::fabs(restored2[i] - restored[i]), 0.2 * absmax + 1e-12);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFormats, PackRoundTrip,
+    ::testing::Values(Case{"f32", 64, 32}, Case{"f16", 8, 32}, Case{"f16", 128, 32},
+                      Case{"bf16", 100, 32}, Case{"int8", 8, 32}, Case{"int8", 128, 32},
+                      Case{"int8", 256, 64}, Case{"int4", 8, 32}, Case{"int4", 64, 32},
+                      Case{"int4", 128, 32}, Case{"int4", 128, 128}, Case{"int4", 100, 32},
+                      Case{"int4", 3, 32}, Case{"int2", 8, 32}, Case{"int2", 64, 16},
+                      Case{"int2", 128, 32}, Case{"int2", 256, 32}, Case{"int2", 72, 32},
+                      Case{"q8_0", 64, 32}, Case{"q8_0", 128, 32}, Case{"q8_0", 256, 32},
+                      Case{"q4_0", 64, 32}, Case{"q4_0", 128, 32}, Case{"q4_1", 128, 32},
+                      Case{"q4_1", 256, 32}, Case{"q5_0", 128, 32}, Case{"q5_1", 128, 32},
+                      Case{"q5_1", 96, 32}, Case{"iq4_nl", 64, 32}, Case{"iq4_nl", 128, 32},
+                      Case{"fp8_e4m3", 8, 32}, Case{"fp8_e4m3", 128, 32}, Case{"fp8_e5m2", 128, 32},
+                      Case{"fp8_e5m2", 72, 32}),
+    [](const auto& info) {
+      return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
+             std::to_string(info.param.group);
+    });
+
+TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {
+  // Group of 4 values 0, 1, 2, 3 with int2: scale 1, zero 0, codes 0,1,2,3 -> 0b11'10'01'00.
+  const std::vector<float> row = {0.0f, 1.0f, 2.0f, 3.0f};
+  std::vector<uint8_t> out(packed_row_bytes(Format(FormatId::kInt2), 4, 32));
+  pack_row(Format(FormatId::kInt2), row, out, {});
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0] | (out[1] << 8), 0x3c00);  // f16 1.0
+  EXPECT_EQ(out[2] | (out[3] << 8), 0x0000);  // f16 0.0
+  EXPECT_EQ(out[4], 0b11100100);
+  // int4: two values per byte, the first in the low nibble.
+  std::vector<float> row4 = {0, 15, 3, 7};
+  std::vector<uint8_t> out4(packed_row_bytes(Format(FormatId::kInt4), 4, 32));
+  pack_row(Format(FormatId::kInt4), row4, out4, {});
+  EXPECT_EQ(out4[4], 0xF0);
+  EXPECT_EQ(out4[5], 0x73);
+}
+
+TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
+  for (const char* name : {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"}) {
+    const Format f = Format::parse(name);
+    for (float value : {0.0f, 2.5f, -1.0f}) {
+      std::vector<float> row(64, value), back(64, std::nanf(""));
+      std::vector<uint8_t> bytes(packed_row_bytes(f, 64, 32));
+      pack_row(f, row, bytes, {});
+      unpack_row(f, bytes, back, {});
+      for (float v : back) {
+        ASSERT_TRUE(std::isfinite(v)) << name;
+        ASSERT_NEAR(v, value, std::fabs(value) * 1e-3 + 1e-6) << name << " constant " << value;
+      }
+    }
+  }
+}
+
+TEST(Pack, KiviPerChannelGroups) {
+  // [32 tokens, 128 channels] with a padded token stride: each channel's 32 tokens form one row.
+  const size_t tokens = 32, channels = 128, stride = 136;
+  std::vector<float> k(tokens * stride, 0.0f);
+  std::mt19937 rng(42);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (size_t t = 0; t < tokens; ++t) {
+    for (size_t c = 0; c < channels; ++c) k[t * stride + c] = normal(rng) * (1.0f + static_cast<float>(c % 7));
+  }
+  for (const char* name : {"int4", "int2", "q4_0", "q8_0"}) {
+    const Format f = Format::parse(name);
+    const size_t row_bytes = packed_row_bytes(f, tokens, tokens);
+    std::vector<uint8_t> packed(row_bytes * channels);
+    pack_channels(f, k.data(), tokens, channels, stride, packed, {});
+    // Independent check: channel c's bytes equal pack_row over that channel's column.
+    for (size_t c : {size_t{0}, size_t{5}, size_t{127}}) {
+      std::vector<float> column(tokens);
+      for (size_t t = 0; t < tokens; ++t) column[t] = k[t * stride + c];
+      std::vector<uint8_t> expected(row_bytes);
+      pack_row(f, column, expected, {.group_size = tokens});
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), packed.begin() + c * row_bytes)) << name;
+    }
+    std::vector<float> back(tokens * stride, std::nanf(""));
+    unpack_channels(f, packed, tokens, channels, back.data(), stride, {});
+    for (size_t t = 0; t < tokens; ++t) {
+      for (size_t c = 0; c < channels; ++c) {
+        const float x = k[t * stride + c], y = back[t * stride + c];
+        ASSERT_TRUE(std::isfinite(y));
+        const float scale = 1.0f + static_cast<float>(c % 7);
+        ASSERT_LE(std::fabs(x - y), 4.5f * scale) << name;
+      }
+      for (size_t c = channels; c < stride; ++c) ASSERT_TRUE(std::isnan(back[t * stride + c]));
+    }
+  }
+}
+
+TEST(Pack, WrongBufferSizesAndBadScalesAreRefused) {
+  std::vector<float> row(64, 1.0f);
+  std::vector<uint8_t> small(10);
+  EXPECT_THROW(pack_row(Format(FormatId::kQ8_0), row, small, {}), Error);
+  EXPECT_THROW(unpack_row(Format(FormatId::kInt4), small, row, {}), Error);
+  std::vector<uint8_t> fp8(64);
+  EXPECT_THROW(pack_row(Format(FormatId::kFp8E4M3), row, fp8, {.fp8_scale = 0.0f}), Error);
+  EXPECT_THROW(pack_row(Format(FormatId::kFp8E4M3), row, fp8, {.fp8_scale = NAN}), Error);
+  std::vector<uint8_t> q(packed_row_bytes(Format(FormatId::kQ4_0), 64, 32));
+  std::vector<float> short_row(8, 1.0f);
+  EXPECT_THROW(pack_row(Format(FormatId::kQ4_0), short_row, q, {}), Error);
+}
+
+}  // namespace
+}  // namespace kvplan
