@@ -22,12 +22,12 @@ namespace kvplan {
 class GgufFile;
 
 struct EncodeOptions {
-  bool add_bos = true;         // prepend BOS when the model's metadata says to (and it has one)
+  bool add_bos = true;        // prepend BOS when the model's metadata says to (and it has one)
   bool parse_special = false;  // recognise special/control tokens written in the text
 };
 
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
+  std::string role;     // "system", "user", "assistant"
   std::string content;
 };
 
