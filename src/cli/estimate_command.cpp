@@ -1,5 +1,6 @@
 // kvplan estimate: KV-cache memory for a model at given contexts, formats and sequence counts.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,7 +86,7 @@ void run_estimate(const EstimateOptions& o) {
   const int n = geometry.n_layers();
   std::vector<Candidate> candidates;
   if (plan) {
-    candidates.push_back({"plan " + o.plan_path, plan->pairs()});
+    candidates.push_back({"plan:" + std::filesystem::path(o.plan_path).filename().string(), plan->pairs()});
   }
   if (!o.k_format.empty() || !o.v_format.empty()) {
     if (o.k_format.empty() || o.v_format.empty()) {
@@ -183,13 +184,14 @@ void run_estimate(const EstimateOptions& o) {
   std::printf("settings  mode %s, group %zu, page %zu tokens, %lld sequence(s)\n\n",
               std::string(quant_mode_name(settings.mode)).c_str(), settings.group_size,
               settings.block_size, static_cast<long long>(o.sequences));
-  std::string header = fmt::format("{:<22} {:>6} {:>12}", "KV", "bits", "B/token");
+  std::string header = fmt::format("{:<36} {:>6} {:>10} {:>8}", "KV", "bits", "B/token", "vs bf16");
   for (int64_t t : contexts) header += fmt::format(" {:>12}", fmt::format("T={}", t));
   if (available) header += fmt::format(" {:>14}", "fits (tokens)");
   std::printf("%s\n", header.c_str());
   for (const nlohmann::json& e : out["estimates"]) {
-    std::string line = fmt::format("{:<22} {:>6.2f} {:>12.1f}", e["kv"].get<std::string>(),
-                                   e["equivalent_bits"].get<double>(), e["bytes_per_token"].get<double>());
+    const double ratio = e["contexts"].empty() ? 0.0 : e["contexts"][0]["compression_vs_bf16"].get<double>();
+    std::string line = fmt::format("{:<36} {:>6.2f} {:>10.1f} {:>7.2f}x", e["kv"].get<std::string>(),
+                                   e["equivalent_bits"].get<double>(), e["bytes_per_token"].get<double>(), ratio);
     for (const nlohmann::json& c : e["contexts"]) {
       line += fmt::format(" {:>12}", format_bytes(c["bytes"].get<double>()));
     }

@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
       "Example: kvplan estimate --model llama-3.1-8b --context 32K,128K --kv K8V4");
   kvplan::cli::register_estimate_command(app);
   kvplan::cli::register_formats_command(app);
+  kvplan::cli::register_eval_command(app);
+  kvplan::cli::register_generate_command(app);
+  kvplan::cli::register_inspect_command(app);
   app.parse_complete_callback([&] {
     kvplan::init_logging(quiet     ? kvplan::LogLevel::kQuiet
                          : verbose ? kvplan::LogLevel::kVerbose
@@ -28,8 +31,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "kvplan: error: %s (see --help)\n", e.what());
+    return 2;
   } catch (const kvplan::Error& e) {
     std::fprintf(stderr, "kvplan: error: %s\n", e.what());
     return kvplan::is_bad_input(e.code()) ? 2 : 1;

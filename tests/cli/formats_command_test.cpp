@@ -1,0 +1,32 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_kvplan.h"
+
+namespace kvplan::test {
+namespace {
+
+TEST(FormatsCommand, ListsEveryFormatWithSizes) {
+  const RunResult r = run_kvplan("formats --head-dim 128 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["formats"].size(), 14u);
+  for (const auto& f : j["formats"]) {
+    if (f["name"] == "q4_0") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
+    }
+    if (f["name"] == "int2") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 48);
+    }
+  }
+  const RunResult small = run_kvplan("formats --head-dim 8");
+  ASSERT_EQ(small.exit_code, 0);
+  EXPECT_NE(small.out.find("needs head_dim a multiple of 32"), std::string::npos);
+  EXPECT_EQ(run_kvplan("formats --head-dim 0").exit_code, 2);
+  const RunResult help = run_kvplan("formats --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("Example"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvplan::test

@@ -1,0 +1,125 @@
+#include "plan/plan.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/file_io.h"
+
+namespace kvplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+Plan small_plan() {
+  Plan p;
+  p.tool_version = "test";
+  p.created = "2026-01-01T00:00:00Z";
+  p.model.name = "tiny";
+  p.model.architecture = "llama";
+  p.model.fingerprint = "0123456789abcdef";
+  p.model.num_attention_heads = 8;
+  p.model.geometry = KvGeometry::uniform("tiny", 3, 2, 64);
+  for (int l = 0; l < 3; ++l) p.layers.push_back({l, l % 2, KvPair::parse(l == 1 ? "K8V4" : "q8_0/q4_0")});
+  return p;
+}
+
+std::string expect_error(const nlohmann::json& j) {
+  try {
+    (void)plan_from_json(j, "plan.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "plan was accepted: " << j.dump();
+  return "";
+}
+
+TEST(Plan, RoundTripsThroughJsonAndDisk) {
+  const Plan p = small_plan();
+  const fs::path path = fs::temp_directory_path() / "kvplan_plan_test.json";
+  write_plan(path, p);
+  const Plan back = read_plan(path);
+  EXPECT_EQ(back.layers.size(), 3u);
+  EXPECT_EQ(back.layers[1].pair.name(), "K8V4");
+  EXPECT_EQ(back.layers[0].pair.name(), "q8_0/q4_0");
+  EXPECT_EQ(back.layers[1].group, 1);
+  EXPECT_EQ(plan_to_json(back), plan_to_json(p));
+  fs::remove(path);
+}
+
+TEST(Plan, SummaryFollowsKvTunerDefinitions) {
+  const PlanSummary s = summarize_plan(small_plan());
+  // equivalent bits: mean over layers of (k+v)/2 = (6 + 6 + 6) / 3
+  EXPECT_DOUBLE_EQ(s.equivalent_bits, 6.0);
+  // bytes per token at head_dim 64: 2 heads x [(68+36) + (72+40) + (68+36)]
+  EXPECT_DOUBLE_EQ(s.bytes_per_token, 2.0 * ((68 + 36) + (72 + 40) + (68 + 36)));
+  EXPECT_DOUBLE_EQ(s.bf16_bytes_per_token, 3.0 * 2 * (128 + 128));
+  EXPECT_DOUBLE_EQ(s.effective_bits, 8.0 * s.bytes_per_token / (3 * 2 * 64 * 2));
+  EXPECT_DOUBLE_EQ(s.compression_ratio, s.bf16_bytes_per_token / s.bytes_per_token);
+}
+
+TEST(Plan, MalformedPlansNameTheField) {
+  const nlohmann::json good = plan_to_json(small_plan());
+  EXPECT_NO_THROW((void)plan_from_json(good, "plan.json"));
+
+  nlohmann::json j = good;
+  j["schema"] = "kvplan.plan/v9";
+  EXPECT_NE(expect_error(j).find("schema"), std::string::npos);
+  j = good;
+  j["model"].erase("num_layers");
+  EXPECT_NE(expect_error(j).find("num_layers"), std::string::npos);
+  j = good;
+  j["layers"].erase(j["layers"].begin());
+  EXPECT_NE(expect_error(j).find("layers"), std::string::npos);
+  j = good;
+  j["layers"][2]["key"] = "q3_k";
+  EXPECT_NE(expect_error(j).find("layers[2]"), std::string::npos);
+  j = good;
+  j["layers"][1]["value_bytes_per_token"] = 1.0;
+  EXPECT_NE(expect_error(j).find("value_bytes_per_token"), std::string::npos);
+  j = good;
+  j["quantization"]["mode"] = "sideways";
+  EXPECT_NE(expect_error(j).find("quantization"), std::string::npos);
+  j = good;
+  j["layers"][0]["index"] = 7;
+  EXPECT_NE(expect_error(j).find("index"), std::string::npos);
+  j = good;
+  j["model"]["head_dim"] = 8;  // q8_0/q4_0 cannot pack 8-value rows
+  EXPECT_NE(expect_error(j).find("layer 0"), std::string::npos) << expect_error(j);
+  EXPECT_THROW((void)plan_from_json(nlohmann::json::array(), "plan.json"), Error);
+}
+
+TEST(Plan, UnreadableFilesAreRefused) {
+  const fs::path path = fs::temp_directory_path() / "kvplan_bad_plan.json";
+  write_file_atomic(path, "{ not json");
+  EXPECT_THROW((void)read_plan(path), Error);
+  fs::remove(path);
+  EXPECT_THROW((void)read_plan(path), Error);
+}
+
+TEST(Plan, RefusesAPlanForAnotherModel) {
+  const Plan p = small_plan();
+  EXPECT_NO_THROW(check_plan_matches(p, KvGeometry::uniform("tiny", 3, 2, 64), "m.gguf"));
+  try {
+    check_plan_matches(p, KvGeometry::uniform("other", 4, 2, 64), "m.gguf");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("3 layers"), std::string::npos) << e.what();
+  }
+  try {
+    check_plan_matches(p, KvGeometry::uniform("other", 3, 4, 64), "m.gguf");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KV heads"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Plan, MiniMaxReferencePlanLoads) {
+  const Plan p = read_plan(fs::path(KVPLAN_SOURCE_DIR) / "configs/plans/minimax-m2.5-slot134.json");
+  EXPECT_EQ(p.layers.size(), 62u);
+  EXPECT_NEAR(summarize_plan(p).compression_ratio, 3.23, 0.005);
+}
+
+}  // namespace
+}  // namespace kvplan
