@@ -7,5 +7,8 @@ namespace kvplan::cli {
 
 void register_estimate_command(CLI::App& app);
 void register_formats_command(CLI::App& app);
+void register_eval_command(CLI::App& app);
+void register_generate_command(CLI::App& app);
+void register_inspect_command(CLI::App& app);
 
 }  // namespace kvplan::cli

@@ -1,0 +1,238 @@
+// kvplan eval: perplexity (llama-perplexity's protocol), mean KL and top-1 agreement against exact
+// KV, and tokens/s of a model under a KV-cache configuration (a plan, a uniform pair, or exact).
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/hash.h"
+#include "formats/kv_pair.h"
+#include "model/eval.h"
+#include "model/load_tokenizer.h"
+#include "model/model_weights.h"
+#include "model/transformer.h"
+#include "plan/plan.h"
+
+namespace kvplan::cli {
+namespace {
+
+struct EvalCommandOptions {
+  std::string model, text_path, prompts_path, plan_path, kv, k_format, v_format, mode;
+  int64_t group_size = 0, residual_length = 0;
+  int ctx = 256;
+  int threads = 0;
+  int max_chunks = 0;
+  bool exact_chunk = false;
+  bool json = false;
+};
+
+KvGeometry geometry_of(const ModelConfig& c) {
+  KvGeometry g;
+  g.model_name = c.name;
+  for (int l = 0; l < c.n_layers; ++l) {
+    g.layers.push_back({c.n_kv_heads[static_cast<size_t>(l)], c.head_dim,
+                        c.sliding_window[static_cast<size_t>(l)]});
+  }
+  return g;
+}
+
+// Prompts: one per line; a line starting with '{' is JSON with a "text" or "prompt" field.
+std::vector<std::string> read_prompts(const std::string& path) {
+  const std::string text = read_text_file(path);
+  std::vector<std::string> prompts;
+  size_t start = 0, line_no = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty() && line.front() == '{') {
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        fail(ErrorCode::kInvalidArgument, "{}:{}: not a JSON object", path, line_no);
+      }
+      const char* key = j.contains("text") ? "text" : "prompt";
+      if (!j.contains(key) || !j[key].is_string()) {
+        fail(ErrorCode::kInvalidArgument, "{}:{}: expected a string field \"text\" or \"prompt\"",
+             path, line_no);
+      }
+      line = j[key].get<std::string>();
+    }
+    if (!line.empty()) prompts.push_back(line);
+    start = end + 1;
+  }
+  if (prompts.empty())
+    fail(ErrorCode::kInvalidArgument, "{}: no prompts (the file is empty)", path);
+  return prompts;
+}
+
+KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config,
+                          nlohmann::json& described) {
+  const int chosen =
+      !o.plan_path.empty() + !o.kv.empty() + (!o.k_format.empty() || !o.v_format.empty());
+  if (chosen > 1) {
+    fail(ErrorCode::kInvalidArgument, "--plan, --kv and --k-format/--v-format are alternatives");
+  }
+  QuantSettings settings;
+  std::vector<KvPair> pairs;
+  if (!o.plan_path.empty()) {
+    const Plan plan = read_plan(o.plan_path);
+    check_plan_matches(plan, geometry_of(config), config.source);
+    settings = plan.quantization;
+    pairs = plan.pairs();
+    described["plan"] = o.plan_path;
+  } else if (!o.kv.empty()) {
+    pairs.assign(static_cast<size_t>(config.n_layers), KvPair::parse(o.kv));
+  } else if (!o.k_format.empty() || !o.v_format.empty()) {
+    if (o.k_format.empty() || o.v_format.empty()) {
+      fail(ErrorCode::kInvalidArgument, "--k-format and --v-format must be given together");
+    }
+    pairs.assign(static_cast<size_t>(config.n_layers),
+                 KvPair{Format::parse(o.k_format), Format::parse(o.v_format)});
+  }
+  if (!o.mode.empty()) settings.mode = parse_quant_mode(o.mode);
+  if (o.group_size < 0 || o.residual_length < 0) {
+    fail(ErrorCode::kInvalidArgument, "--group-size and --residual-length must be positive");
+  }
+  if (o.group_size > 0) settings.group_size = static_cast<size_t>(o.group_size);
+  if (o.residual_length > 0) {
+    settings.residual_length = static_cast<size_t>(o.residual_length);
+  } else if (settings.mode == QuantMode::kKivi && settings.residual_length % settings.group_size) {
+    settings.residual_length = settings.group_size;
+  }
+  settings.validate();
+  KvCacheOptions kv = pairs.empty() ? KvCacheOptions::exact_kv()
+                                    : KvCacheOptions::per_layer(std::move(pairs), settings);
+  kv.chunk_attends_quantized = !o.exact_chunk;
+  described["kv"] = kv.describe();
+  described["mode"] = quant_mode_name(settings.mode);
+  described["group_size"] = settings.group_size;
+  if (settings.mode == QuantMode::kKivi) described["residual_length"] = settings.residual_length;
+  described["chunk_attends_quantized"] = kv.chunk_attends_quantized;
+  return kv;
+}
+
+void run_eval(const EvalCommandOptions& o) {
+  if (o.text_path.empty() == o.prompts_path.empty()) {
+    fail(ErrorCode::kInvalidArgument, "give exactly one of --text FILE and --prompts FILE");
+  }
+  set_compute_threads(o.threads);
+  const auto load_start = std::chrono::steady_clock::now();
+  const ModelWeights weights = load_model_weights(o.model);
+  const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  spdlog::info("loaded {} ({} layers, {:.1f}M parameters) in {:.2f} s", weights.config.name,
+               weights.config.n_layers, static_cast<double>(weights.n_parameters()) / 1e6, load_s);
+  const Transformer model(weights);
+
+  nlohmann::json out;
+  out["model"] = {{"path", o.model},
+                  {"name", weights.config.name},
+                  {"fingerprint", hash_hex(weights.fingerprint)}};
+  nlohmann::json kv_json;
+  EvalOptions eval;
+  eval.kv = kv_options(o, weights.config, kv_json);
+  eval.n_ctx = o.ctx;
+  eval.max_chunks = o.max_chunks;
+  eval.progress = [](int done, int total) {
+    if (done == total || done % 8 == 0) spdlog::info("evaluated {}/{}", done, total);
+  };
+  out["kv_cache"] = kv_json;
+  out["threads"] = compute_threads();
+
+  EvalResult r;
+  if (!o.text_path.empty()) {
+    const std::string text = read_text_file(o.text_path);
+    if (text.empty()) fail(ErrorCode::kInvalidArgument, "{}: the text file is empty", o.text_path);
+    const std::vector<int32_t> tokens = tokenizer->encode(text, {.add_bos = true});
+    const std::optional<int32_t> bos = tokenizer->bos_id();
+    if (!bos)
+      fail(ErrorCode::kInvalidArgument,
+           "{}: the model has no BOS token, which llama-perplexity's protocol needs", o.model);
+    r = evaluate_perplexity(model, tokens, *bos, eval);
+    out["data"] = {{"text", o.text_path},
+                   {"tokens", tokens.size()},
+                   {"hash", hash_hex(hash64(text))},
+                   {"protocol", fmt::format("llama-perplexity: {} chunks of {} tokens, BOS first, "
+                                            "second half scored",
+                                            r.n_chunks, o.ctx)}};
+  } else {
+    std::vector<std::vector<int32_t>> prompts;
+    for (const std::string& p : read_prompts(o.prompts_path)) {
+      prompts.push_back(tokenizer->encode(p, {.add_bos = true}));
+    }
+    r = evaluate_prompts(model, prompts, eval);
+    out["data"] = {{"prompts", o.prompts_path},
+                   {"count", prompts.size()},
+                   {"protocol", "each prompt from an empty cache, every next token scored"}};
+  }
+  out["result"] = {{"ppl", r.ppl},
+                   {"ppl_stderr", r.ppl_stderr},
+                   {"ppl_exact_kv", r.ppl_exact},
+                   {"chunks", r.n_chunks},
+                   {"scored_tokens", r.n_scored},
+                   {"tokens_per_second", r.tokens_per_second}};
+  if (!eval.kv.exact) {
+    out["result"]["mean_kl"] = r.mean_kl;
+    out["result"]["max_kl"] = r.max_kl;
+    out["result"]["top1_agreement"] = r.top1_agreement;
+  }
+  if (o.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("model        %s (%s)\n", weights.config.name.c_str(), o.model.c_str());
+  std::printf("kv cache     %s, mode %s, group %zu\n", kv_json["kv"].get<std::string>().c_str(),
+              kv_json["mode"].get<std::string>().c_str(), kv_json["group_size"].get<size_t>());
+  std::printf("data         %s\n", out["data"]["protocol"].get<std::string>().c_str());
+  std::printf("PPL          %.4f +/- %.4f  (%lld scored tokens)\n", r.ppl, r.ppl_stderr,
+              static_cast<long long>(r.n_scored));
+  if (!eval.kv.exact) {
+    std::printf("PPL exact KV %.4f\n", r.ppl_exact);
+    std::printf("mean KL      %.6f nats (max %.4f)\n", r.mean_kl, r.max_kl);
+    std::printf("top-1 agree  %.2f %%\n", 100.0 * r.top1_agreement);
+  }
+  std::printf("speed        %.0f tokens/s (%d threads)\n", r.tokens_per_second, compute_threads());
+}
+
+}  // namespace
+
+void register_eval_command(CLI::App& app) {
+  auto o = std::make_shared<EvalCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Perplexity, KL and top-1 agreement vs exact KV of a model under a KV-cache config");
+  cmd->footer(
+      "Example: kvplan eval --model stories260K.gguf --text tinystories-valid-sample.txt --kv "
+      "K8V4\n"
+      "With --text, PPL follows llama-perplexity (-c CTX): chunks of CTX tokens, BOS first, only\n"
+      "the second half of each chunk scored, so numbers compare with llama.cpp's.");
+  cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
+  cmd->add_option("--text", o->text_path, "Plain text evaluated with llama-perplexity's protocol");
+  cmd->add_option("--prompts", o->prompts_path, "One prompt per line (or JSONL with \"text\")");
+  cmd->add_option("--plan", o->plan_path, "A plan.json (per-layer formats and settings)");
+  cmd->add_option("--kv", o->kv, "A uniform pair for every layer: K8V4, KV4, q8_0/q4_0, ...");
+  cmd->add_option("--k-format", o->k_format, "Key format for every layer (with --v-format)");
+  cmd->add_option("--v-format", o->v_format, "Value format for every layer (with --k-format)");
+  cmd->add_option("--mode", o->mode, "per-token or kivi");
+  cmd->add_option("--group-size", o->group_size,
+                  "Quantization group (default 32, clamped to the row)");
+  cmd->add_option("--residual-length", o->residual_length, "kivi: full-precision window");
+  cmd->add_option("--ctx", o->ctx, "Chunk length in tokens (default 256)");
+  cmd->add_option("--chunks", o->max_chunks, "Evaluate at most this many chunks (0 = all)");
+  cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)");
+  cmd->add_flag("--exact-chunk", o->exact_chunk,
+                "A chunk's own attention reads its exact K/V (default: the quantized cache, as "
+                "llama.cpp and vLLM do)");
+  cmd->add_flag("--json", o->json, "Print the result as JSON");
+  cmd->callback([o] { run_eval(*o); });
+}
+
+}  // namespace kvplan::cli

@@ -1,0 +1,132 @@
+// kvplan inspect: what a model file is — architecture, geometry, tensor types, fingerprint — and
+// what its KV cache costs per token in a few formats.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "formats/kv_pair.h"
+#include "model/model_weights.h"
+#include "plan/memory_estimate.h"
+
+namespace kvplan::cli {
+namespace {
+
+struct InspectOptions {
+  std::string model;
+  bool json = false;
+};
+
+const char* kInspectPairs[] = {"KV16", "KV8", "K8V4",      "KV4",
+                               "K4V2", "KV2", "q8_0/q8_0", "q4_0/q4_0"};
+
+const char* layout_name(RopeLayout l) {
+  return l == RopeLayout::kAdjacentPairs ? "adjacent pairs (ggml normal)" : "half split (neox)";
+}
+
+void run_inspect(const InspectOptions& o) {
+  const ModelInfo info = read_model_info(o.model);
+  const ModelConfig& c = info.config;
+  uint64_t params = 0, bytes = 0;
+  for (const TensorSummary& t : info.tensors) {
+    uint64_t n = 1;
+    for (uint64_t d : t.shape) n *= d;
+    params += n;
+    bytes += t.bytes;
+  }
+  KvGeometry g;
+  g.model_name = c.name;
+  for (int l = 0; l < c.n_layers; ++l) {
+    g.layers.push_back({c.n_kv_heads[static_cast<size_t>(l)], c.head_dim,
+                        c.sliding_window[static_cast<size_t>(l)]});
+  }
+  QuantSettings settings;
+  settings.block_size = 1;
+  nlohmann::json kv = nlohmann::json::array();
+  for (const char* name : kInspectPairs) {
+    const KvPair pair = KvPair::parse(name);
+    const std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers), pair);
+    nlohmann::json e{{"kv", pair.name()}};
+    try {
+      e["bytes_per_token"] = kv_bytes_per_token(g, pairs, settings);
+    } catch (const Error& err) {
+      e["bytes_per_token"] = nullptr;
+      e["unsupported"] = err.what();
+    }
+    kv.push_back(e);
+  }
+  const auto histogram = tensor_type_histogram(info.tensors);
+  nlohmann::json out{{"path", o.model},
+                     {"file_format", info.file_format},
+                     {"name", c.name},
+                     {"architecture", c.architecture},
+                     {"supported_by_harness", is_supported_architecture(c.architecture)},
+                     {"fingerprint", hash_hex(info.fingerprint)},
+                     {"num_layers", c.n_layers},
+                     {"num_attention_heads", c.n_heads},
+                     {"num_kv_heads", c.n_kv_heads},
+                     {"head_dim", c.head_dim},
+                     {"hidden_size", c.hidden_size},
+                     {"ffn_size", c.ffn_size},
+                     {"vocab_size", c.vocab_size},
+                     {"context_length", c.context_length},
+                     {"rope_theta", c.rope_theta},
+                     {"rope_layout", layout_name(c.rope_layout)},
+                     {"rms_norm_eps", c.rms_norm_eps},
+                     {"attention_bias", c.attention_bias},
+                     {"tied_embeddings", c.tied_embeddings},
+                     {"parameters", params},
+                     {"tensor_bytes", bytes},
+                     {"tensor_types", histogram},
+                     {"kv_bytes_per_token", kv}};
+  if (o.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("model         %s (%s, %s)\n", c.name.c_str(), o.model.c_str(),
+              info.file_format.c_str());
+  std::printf("architecture  %s%s\n", c.architecture.c_str(),
+              is_supported_architecture(c.architecture) ? "" : " (not runnable by the harness)");
+  std::printf("fingerprint   %s\n", hash_hex(info.fingerprint).c_str());
+  std::printf("layers        %d, hidden %d, ffn %d, vocab %d\n", c.n_layers, c.hidden_size,
+              c.ffn_size, c.vocab_size);
+  std::printf("attention     %d heads, %d KV heads, head_dim %d%s\n", c.n_heads,
+              c.n_kv_heads.front(), c.head_dim, c.attention_bias ? ", q/k/v bias" : "");
+  std::printf("rope          theta %g, %s\n", c.rope_theta, layout_name(c.rope_layout));
+  std::printf("embeddings    %s\n",
+              c.tied_embeddings ? "tied (output = token_embd)" : "separate output matrix");
+  std::printf("parameters    %.2fM in %s\n", static_cast<double>(params) / 1e6,
+              format_bytes(static_cast<double>(bytes)).c_str());
+  std::string types;
+  for (const auto& [type, count] : histogram)
+    types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", type, count);
+  std::printf("tensor types  %s\n\n", types.c_str());
+  std::printf("%-12s %14s\n", "KV", "bytes/token");
+  for (const nlohmann::json& e : kv) {
+    if (e["bytes_per_token"].is_null()) {
+      std::printf("%-12s %14s\n", e["kv"].get<std::string>().c_str(), "n/a (row too short)");
+    } else {
+      std::printf("%-12s %14.1f\n", e["kv"].get<std::string>().c_str(),
+                  e["bytes_per_token"].get<double>());
+    }
+  }
+}
+
+}  // namespace
+
+void register_inspect_command(CLI::App& app) {
+  auto o = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Architecture, tensor types, fingerprint and KV bytes/token of a model");
+  cmd->footer("Example: kvplan inspect --model SmolLM2-135M-Instruct.Q4_1.gguf --json");
+  cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([o] { run_inspect(*o); });
+}
+
+}  // namespace kvplan::cli

@@ -1,0 +1,27 @@
+// Llama-family tensor naming and assembly into ModelWeights, shared by the GGUF and safetensors
+// loaders (internal to src/model).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/model_weights.h"
+
+namespace kvplan {
+
+// Where the tensors come from: shapes outermost-first, values f32 row-major.
+struct TensorSource {
+  std::string file;  // for error messages
+  std::function<bool(const std::string&)> has;
+  std::function<std::vector<uint64_t>(const std::string&)> shape;
+  std::function<std::vector<float>(const std::string&)> read;
+};
+
+enum class TensorNaming { kGguf, kHf };
+
+// Fills token_embd, output_norm, output (unless tied) and layers of `w` (w.config set), checking
+// every shape against the config.
+void load_llama_family(const TensorSource& source, TensorNaming naming, ModelWeights& w);
+
+}  // namespace kvplan

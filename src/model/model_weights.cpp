@@ -1,0 +1,197 @@
+#include "model/model_weights.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "model/gguf_file.h"
+#include "model/llama_family.h"
+#include "model/safetensors_file.h"
+#include "model/tensor_dequant.h"
+
+namespace kvplan {
+namespace {
+
+constexpr const char* kArchitectures[] = {"llama", "mistral", "qwen2"};
+
+void require_supported(const ModelConfig& c) {
+  if (!is_supported_architecture(c.architecture)) {
+    fail(ErrorCode::kUnimplemented,
+         "{}: architecture '{}' is not supported by the harness (supported: llama, mistral, qwen2)",
+         c.source, c.architecture);
+  }
+}
+
+void finish(ModelWeights& w) {
+  std::sort(w.tensors.begin(), w.tensors.end(),
+            [](const TensorSummary& a, const TensorSummary& b) { return a.name < b.name; });
+  w.fingerprint = model_fingerprint(w.config, w.tensors);
+}
+
+}  // namespace
+
+bool is_supported_architecture(const std::string& architecture) {
+  return std::find(std::begin(kArchitectures), std::end(kArchitectures), architecture) !=
+         std::end(kArchitectures);
+}
+
+size_t ModelWeights::n_parameters() const {
+  size_t n = static_cast<size_t>(token_embd.size() + output_norm.size() + output.size());
+  for (const LayerWeights& L : layers) {
+    n += static_cast<size_t>(L.attn_norm.size() + L.wqkv.size() + L.bqkv.size() + L.wo.size() +
+                             L.ffn_norm.size() + L.w_gate_up.size() + L.w_down.size());
+  }
+  return n;
+}
+
+ModelWeights load_gguf_weights(const GgufFile& gguf) {
+  ModelWeights w;
+  w.config = gguf_model_config(gguf);
+  w.path = gguf.path();
+  w.file_format = "gguf";
+  require_supported(w.config);
+  for (const GgufTensorInfo& t : gguf.tensors()) {
+    TensorSummary s{t.name, {t.dims.rbegin(), t.dims.rend()}, std::string(t.type->name), t.n_bytes};
+    w.tensors.push_back(std::move(s));
+    if (!can_dequantize(t.type->type)) {
+      fail(ErrorCode::kUnimplemented,
+           "{}: tensor '{}' has type {}, which kvplan cannot dequantize (supported: F32, F16, "
+           "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
+           gguf.path().string(), t.name, t.type->name);
+    }
+  }
+  TensorSource source;
+  source.file = gguf.path().string();
+  source.has = [&](const std::string& n) { return gguf.find_tensor(n) != nullptr; };
+  source.shape = [&](const std::string& n) {
+    const GgufTensorInfo& t = gguf.tensor(n);
+    return std::vector<uint64_t>(t.dims.rbegin(), t.dims.rend());
+  };
+  source.read = [&](const std::string& n) { return dequantize_gguf_tensor(gguf, gguf.tensor(n)); };
+  load_llama_family(source, TensorNaming::kGguf, w);
+  if (const GgufTensorInfo* f = gguf.find_tensor("rope_freqs.weight")) {
+    if (f->n_elements != static_cast<uint64_t>(w.config.head_dim / 2)) {
+      fail(ErrorCode::kInvalidArgument,
+           "{}: tensor 'rope_freqs.weight' has {} values, expected "
+           "head_dim/2 = {}",
+           gguf.path().string(), f->n_elements, w.config.head_dim / 2);
+    }
+    w.rope_freq_factors = dequantize_gguf_tensor(gguf, *f);
+  }
+  finish(w);
+  return w;
+}
+
+ModelWeights load_safetensors_weights(const std::filesystem::path& model_dir) {
+  ModelWeights w;
+  w.config = load_hf_config(model_dir);
+  w.path = model_dir;
+  w.file_format = "safetensors";
+  require_supported(w.config);
+  const SafetensorsSet set(model_dir);
+  for (const SafetensorsTensor* t : set.tensors()) {
+    w.tensors.push_back({t->name, t->shape, t->dtype_name, t->bytes.size()});
+  }
+  TensorSource source;
+  source.file = set.source().string();
+  source.has = [&](const std::string& n) { return set.find(n) != nullptr; };
+  source.shape = [&](const std::string& n) { return set.tensor(n).shape; };
+  source.read = [&](const std::string& n) { return set.to_f32(set.tensor(n)); };
+  load_llama_family(source, TensorNaming::kHf, w);
+  finish(w);
+  return w;
+}
+
+namespace {
+bool is_hf_path(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) || path.extension() == ".safetensors" ||
+         path.filename() == "config.json" || path.filename().string().ends_with(".index.json");
+}
+std::filesystem::path hf_dir(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) ? path : path.parent_path();
+}
+}  // namespace
+
+ModelInfo read_model_info(const std::filesystem::path& path) {
+  ModelInfo info;
+  info.path = path;
+  if (is_hf_path(path)) {
+    info.file_format = "safetensors";
+    info.config = load_hf_config(hf_dir(path));
+    const SafetensorsSet set(hf_dir(path));
+    for (const SafetensorsTensor* t : set.tensors()) {
+      info.tensors.push_back({t->name, t->shape, t->dtype_name, t->bytes.size()});
+    }
+    if (const SafetensorsTensor* e = set.find("model.embed_tokens.weight");
+        e && !e->shape.empty()) {
+      info.config.vocab_size = static_cast<int>(e->shape[0]);
+    }
+    if (info.config.ffn_size <= 0) {
+      if (const SafetensorsTensor* g = set.find("model.layers.0.mlp.gate_proj.weight");
+          g && !g->shape.empty()) {
+        info.config.ffn_size = static_cast<int>(g->shape[0]);
+      }
+    }
+    info.config.tied_embeddings = set.find("lm_head.weight") == nullptr;
+  } else {
+    info.file_format = "gguf";
+    const GgufFile gguf(path);
+    info.config = gguf_model_config(gguf);
+    for (const GgufTensorInfo& t : gguf.tensors()) {
+      info.tensors.push_back(
+          {t.name, {t.dims.rbegin(), t.dims.rend()}, std::string(t.type->name), t.n_bytes});
+    }
+    if (const GgufTensorInfo* e = gguf.find_tensor("token_embd.weight"); e && e->dims.size() == 2) {
+      info.config.vocab_size = static_cast<int>(e->dims[1]);
+    }
+    if (info.config.ffn_size <= 0) {
+      if (const GgufTensorInfo* g = gguf.find_tensor("blk.0.ffn_gate.weight");
+          g && g->dims.size() == 2) {
+        info.config.ffn_size = static_cast<int>(g->dims[1]);
+      }
+    }
+    info.config.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
+  }
+  std::sort(info.tensors.begin(), info.tensors.end(),
+            [](const TensorSummary& a, const TensorSummary& b) { return a.name < b.name; });
+  info.fingerprint = model_fingerprint(info.config, info.tensors);
+  return info;
+}
+
+ModelWeights load_model_weights(const std::filesystem::path& path) {
+  if (is_hf_path(path)) return load_safetensors_weights(hf_dir(path));
+  const GgufFile gguf(path);
+  return load_gguf_weights(gguf);
+}
+
+uint64_t model_fingerprint(const ModelConfig& c, const std::vector<TensorSummary>& tensors) {
+  Hasher h;
+  h.update("kvplan.model/v1").update(c.architecture);
+  h.update_u64(static_cast<uint64_t>(c.n_layers)).update_u64(static_cast<uint64_t>(c.n_heads));
+  for (int n : c.n_kv_heads) h.update_u64(static_cast<uint64_t>(n));
+  h.update_u64(static_cast<uint64_t>(c.head_dim)).update_u64(static_cast<uint64_t>(c.hidden_size));
+  h.update_u64(static_cast<uint64_t>(c.ffn_size)).update_u64(static_cast<uint64_t>(c.vocab_size));
+  for (int64_t s : c.sliding_window) h.update_u64(static_cast<uint64_t>(s));
+  h.update(fmt::format("{:.6g}/{:.6g}", c.rope_theta, c.rms_norm_eps));
+  h.update_u64(static_cast<uint64_t>(c.rope_layout))
+      .update_u64(static_cast<uint64_t>(c.rope_scaling));
+  h.update(fmt::format("{:.6g}", c.rope_factor));
+  std::vector<const TensorSummary*> sorted;
+  for (const TensorSummary& t : tensors) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  for (const TensorSummary* t : sorted) {
+    h.update(t->name).update(t->type).update_u64(t->shape.size());
+    for (uint64_t d : t->shape) h.update_u64(d);
+  }
+  return h.digest();
+}
+
+std::map<std::string, int> tensor_type_histogram(const std::vector<TensorSummary>& tensors) {
+  std::map<std::string, int> out;
+  for (const TensorSummary& t : tensors) ++out[t.type];
+  return out;
+}
+
+}  // namespace kvplan
