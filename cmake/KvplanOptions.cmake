@@ -12,7 +12,9 @@ add_library(kvplan_build_flags INTERFACE)
 target_compile_options(kvplan_build_flags INTERFACE
   # Quantized codes must be bit-identical between CPU and GPU builds: forbid the compiler from
   # fusing a*b+c into an FMA, which changes rounding.
-  -ffp-contract=off)
+  -ffp-contract=off
+  # Honour `omp simd` reductions (kernels/kv_format_math.h) without the OpenMP runtime.
+  -fopenmp-simd)
 
 # Warnings for kvplan's own library and tool sources (tests use a lighter set).
 add_library(kvplan_warnings INTERFACE)

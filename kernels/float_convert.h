@@ -25,7 +25,9 @@ KVPLAN_HD inline float f32_from_bits(uint32_t u) {
 }
 
 // 2^k for k in [-126, 127], exact.
-KVPLAN_HD inline float pow2f(int k) { return f32_from_bits(static_cast<uint32_t>(k + 127) << 23); }
+KVPLAN_HD inline float pow2f(int k) {
+  return f32_from_bits(static_cast<uint32_t>(k + 127) << 23);
+}
 
 KVPLAN_HD inline float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -44,7 +46,7 @@ KVPLAN_HD inline uint16_t f32_to_f16(float x) {
   const uint32_t u = f32_bits(x);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN -> quiet NaN
+  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN -> quiet NaN
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
   if (a < 0x38800000u) {
     // Result is an f16 subnormal (or zero): quantum 2^-24. a * 2^24 then round-to-nearest-even.
@@ -61,11 +63,14 @@ KVPLAN_HD inline uint16_t f32_to_f16(float x) {
   return static_cast<uint16_t>(sign | (rounded >> 13));
 }
 
-KVPLAN_HD inline float bf16_to_f32(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
+KVPLAN_HD inline float bf16_to_f32(uint16_t h) {
+  return f32_from_bits(static_cast<uint32_t>(h) << 16);
+}
 
 KVPLAN_HD inline uint16_t f32_to_bf16(float x) {
   const uint32_t u = f32_bits(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
@@ -126,10 +131,18 @@ KVPLAN_HD inline float fp8_to_f32(uint8_t v) {
   return negative ? -magnitude : magnitude;
 }
 
-KVPLAN_HD inline uint8_t f32_to_fp8_e4m3(float x) { return f32_to_fp8<4, 3, 7, 0x7e, 0x7f>(x); }
-KVPLAN_HD inline uint8_t f32_to_fp8_e5m2(float x) { return f32_to_fp8<5, 2, 15, 0x7b, 0x7f>(x); }
-KVPLAN_HD inline float fp8_e4m3_to_f32(uint8_t v) { return fp8_to_f32<4, 3, 7, false>(v); }
-KVPLAN_HD inline float fp8_e5m2_to_f32(uint8_t v) { return fp8_to_f32<5, 2, 15, true>(v); }
+KVPLAN_HD inline uint8_t f32_to_fp8_e4m3(float x) {
+  return f32_to_fp8<4, 3, 7, 0x7e, 0x7f>(x);
+}
+KVPLAN_HD inline uint8_t f32_to_fp8_e5m2(float x) {
+  return f32_to_fp8<5, 2, 15, 0x7b, 0x7f>(x);
+}
+KVPLAN_HD inline float fp8_e4m3_to_f32(uint8_t v) {
+  return fp8_to_f32<4, 3, 7, false>(v);
+}
+KVPLAN_HD inline float fp8_e5m2_to_f32(uint8_t v) {
+  return fp8_to_f32<5, 2, 15, true>(v);
+}
 
 inline constexpr float kFp8E4m3Max = 448.0f;
 inline constexpr float kFp8E5m2Max = 57344.0f;

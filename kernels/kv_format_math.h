@@ -35,46 +35,82 @@ KVPLAN_HD inline void store_u32_le(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-KVPLAN_HD inline float fmaxf_hd(float a, float b) { return a > b ? a : b; }
-KVPLAN_HD inline float fminf_hd(float a, float b) { return a < b ? a : b; }
+KVPLAN_HD inline float fmaxf_hd(float a, float b) {
+  return a > b ? a : b;
+}
+KVPLAN_HD inline float fminf_hd(float a, float b) {
+  return a < b ? a : b;
+}
+
+// Min/max reductions are exact, so their evaluation order does not change the result; an OpenMP
+// SIMD reduction lets the host compiler vectorise them without -ffast-math (device code ignores
+// it).
+#if defined(__HIPCC__) || defined(__CUDACC__)
+#define KVPLAN_OMP_SIMD(...)
+#else
+#define KVPLAN_PRAGMA(text) _Pragma(#text)
+#define KVPLAN_OMP_SIMD(...) KVPLAN_PRAGMA(omp simd __VA_ARGS__)
+#endif
+
+KVPLAN_HD inline float absmax(const float* x, int n) {
+  float m = 0.0f;
+  KVPLAN_OMP_SIMD(reduction(max : m))
+  for (int j = 0; j < n; ++j) m = fmaxf_hd(m, std::fabs(x[j]));
+  return m;
+}
 
 // The value of largest magnitude, keeping its sign; the first one wins ties (ggml's rule).
 KVPLAN_HD inline float signed_absmax(const float* x, int n) {
-  float amax = 0.0f, max = 0.0f;
+  const float amax = absmax(x, n);
+  if (amax == 0.0f) return 0.0f;
   for (int j = 0; j < n; ++j) {
-    const float v = x[j];
-    if (amax < std::fabs(v)) {
-      amax = std::fabs(v);
-      max = v;
-    }
+    if (std::fabs(x[j]) == amax) return x[j];
   }
-  return max;
+  return 0.0f;  // only reachable with NaN input
+}
+
+// The first element equal to `value`: recovers the sign a sequential scan would keep when the
+// extreme is +-0 (ggml's `if (v < min) min = v` keeps the first zero it meets).
+KVPLAN_HD inline float first_equal(const float* x, int n, float value) {
+  for (int j = 0; j < n; ++j) {
+    if (x[j] == value) return x[j];
+  }
+  return value;
 }
 
 KVPLAN_HD inline void minmax(const float* x, int n, float* out_min, float* out_max) {
   float lo = x[0], hi = x[0];
-  for (int j = 1; j < n; ++j) {
+  KVPLAN_OMP_SIMD(reduction(min : lo) reduction(max : hi))
+  for (int j = 0; j < n; ++j) {
     lo = fminf_hd(lo, x[j]);
     hi = fmaxf_hd(hi, x[j]);
   }
-  *out_min = lo;
-  *out_max = hi;
+  *out_min = lo == 0.0f ? first_equal(x, n, lo) : lo;
+  *out_max = hi == 0.0f ? first_equal(x, n, hi) : hi;
+}
+
+// C's roundf (halves away from zero) to int for |v| < 2^31, written so that it vectorises:
+// v - trunc(v) is exact, so comparing it with +-0.5 decides the rounding exactly as roundf does.
+KVPLAN_HD inline int round_half_away_to_int(float v) {
+  const int t = static_cast<int>(v);
+  const float frac = v - static_cast<float>(t);
+  return t + (frac >= 0.5f) - (frac <= -0.5f);
 }
 
 // ---- ggml q8_0: d = amax/127, q = roundf(x/d) ------------------------------------------------
 KVPLAN_HD inline void quantize_block_q8_0(const float* x, uint8_t* out) {
-  float amax = 0.0f;
-  for (int j = 0; j < kGgmlBlock; ++j) amax = fmaxf_hd(amax, std::fabs(x[j]));
+  const float amax = absmax(x, kGgmlBlock);
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   store_u16_le(out, f32_to_f16(d));
   for (int j = 0; j < kGgmlBlock; ++j) {
-    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(round_half_away_to_int(x[j] * id)));
   }
 }
 KVPLAN_HD inline void dequantize_block_q8_0(const uint8_t* in, float* y) {
   const float d = f16_to_f32(load_u16_le(in));
-  for (int j = 0; j < kGgmlBlock; ++j) y[j] = static_cast<float>(static_cast<int8_t>(in[2 + j])) * d;
+  for (int j = 0; j < kGgmlBlock; ++j)
+    y[j] = static_cast<float>(static_cast<int8_t>(in[2 + j])) * d;
 }
 
 // ---- ggml q4_0: d = max/-8 (signed max), q = min(15, trunc(x/d + 8.5)) -----------------------
@@ -264,11 +300,21 @@ KVPLAN_HD inline float saturate_to_f16_range(float v) {
 }
 
 template <int kBits>
+KVPLAN_HD inline uint32_t int_code(float x, float zero, float inv) {
+  const float q = std::rint((x - zero) * inv);
+  // Through int: float -> unsigned has no vector instruction before AVX-512.
+  return static_cast<uint32_t>(
+      static_cast<int>(fminf_hd(fmaxf_hd(q, 0.0f), static_cast<float>((1 << kBits) - 1))));
+}
+
+template <int kBits>
 KVPLAN_HD inline void quantize_group_int(const float* x, int n, uint8_t* out) {
   constexpr int kMaxCode = (1 << kBits) - 1;
+  constexpr int kPerByte = 8 / kBits;
   float lo, hi;
   minmax(x, n, &lo, &hi);
-  const uint16_t scale_h = f32_to_f16(saturate_to_f16_range((hi - lo) / static_cast<float>(kMaxCode)));
+  const uint16_t scale_h =
+      f32_to_f16(saturate_to_f16_range((hi - lo) / static_cast<float>(kMaxCode)));
   const uint16_t zero_h = f32_to_f16(saturate_to_f16_range(lo));
   store_u16_le(out, scale_h);
   store_u16_le(out + 2, zero_h);
@@ -276,15 +322,22 @@ KVPLAN_HD inline void quantize_group_int(const float* x, int n, uint8_t* out) {
   const float zero = f16_to_f32(zero_h);
   const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
   uint8_t* codes = out + sizeof(IntGroupHeader);
-  constexpr int kPerByte = 8 / kBits;
-  for (int base = 0; base < n; base += kPerByte) {
-    uint32_t byte = 0;
-    for (int k = 0; k < kPerByte && base + k < n; ++k) {
-      float q = std::rint((x[base + k] - zero) * inv);
-      q = fminf_hd(fmaxf_hd(q, 0.0f), static_cast<float>(kMaxCode));
-      byte |= static_cast<uint32_t>(q) << (k * kBits);
+  // Codes go through a small buffer: computing them is the vectorisable part, bit-packing a
+  // handful of bytes is not (and a 2-bit group of 32 fills only 8 bytes).
+  constexpr int kChunk = 64;
+  uint8_t chunk[kChunk];
+  for (int base = 0; base < n; base += kChunk) {
+    const int len = n - base < kChunk ? n - base : kChunk;
+    for (int i = 0; i < len; ++i)
+      chunk[i] = static_cast<uint8_t>(int_code<kBits>(x[base + i], zero, inv));
+    for (int i = len; i % kPerByte != 0; ++i) chunk[i] = 0;  // pad the last partial byte
+    const int n_bytes = (len + kPerByte - 1) / kPerByte;
+    for (int b = 0; b < n_bytes; ++b) {
+      uint32_t byte = 0;
+      for (int k = 0; k < kPerByte; ++k)
+        byte |= static_cast<uint32_t>(chunk[b * kPerByte + k]) << (k * kBits);
+      codes[base / kPerByte + b] = static_cast<uint8_t>(byte);
     }
-    codes[base / kPerByte] = static_cast<uint8_t>(byte);
   }
 }
 
@@ -295,7 +348,13 @@ KVPLAN_HD inline void dequantize_group_int(const uint8_t* in, int n, float* y) {
   const float scale = f16_to_f32(load_u16_le(in));
   const float zero = f16_to_f32(load_u16_le(in + 2));
   const uint8_t* codes = in + sizeof(IntGroupHeader);
-  for (int i = 0; i < n; ++i) {
+  const int whole_bytes = n / kPerByte;
+  for (int b = 0; b < whole_bytes; ++b) {
+    for (int k = 0; k < kPerByte; ++k) {
+      y[b * kPerByte + k] = static_cast<float>((codes[b] >> (k * kBits)) & kMask) * scale + zero;
+    }
+  }
+  for (int i = whole_bytes * kPerByte; i < n; ++i) {
     const uint32_t code = (codes[i / kPerByte] >> ((i % kPerByte) * kBits)) & kMask;
     y[i] = static_cast<float>(code) * scale + zero;
   }

@@ -56,7 +56,8 @@ uint64_t parse_byte_size(std::string_view text, std::string_view option) {
   double value = 0;
   std::string_view suffix;
   if (!parse_double(text, &value, &suffix) || value < 0) {
-    fail(ErrorCode::kInvalidArgument, "{} '{}': expected a size such as 80GiB or 16GB", option, text);
+    fail(ErrorCode::kInvalidArgument, "{} '{}': expected a size such as 80GiB or 16GB", option,
+         text);
   }
   const std::string unit = lower(suffix);
   double multiplier = 0;
@@ -70,8 +71,10 @@ uint64_t parse_byte_size(std::string_view text, std::string_view option) {
   if (unit == "gb") multiplier = 1e9;
   if (unit == "tb") multiplier = 1e12;
   if (multiplier == 0) {
-    fail(ErrorCode::kInvalidArgument, "{} '{}': unknown unit '{}' (B, KiB, MiB, GiB, TiB, KB, MB, "
-         "GB, TB)", option, text, suffix);
+    fail(ErrorCode::kInvalidArgument,
+         "{} '{}': unknown unit '{}' (B, KiB, MiB, GiB, TiB, KB, MB, "
+         "GB, TB)",
+         option, text, suffix);
   }
   return static_cast<uint64_t>(std::llround(value * multiplier));
 }

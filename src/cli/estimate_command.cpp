@@ -35,7 +35,8 @@ struct EstimateOptions {
 };
 
 // What the table compares when the user names no format.
-const char* kDefaultPairs[] = {"KV16", "q8_0/q8_0", "KV8", "K8V4", "q4_0/q4_0", "KV4", "K4V2", "KV2"};
+const char* kDefaultPairs[] = {"KV16",      "q8_0/q8_0", "KV8",  "K8V4",
+                               "q4_0/q4_0", "KV4",       "K4V2", "KV2"};
 
 struct Candidate {
   std::string label;
@@ -74,7 +75,8 @@ void run_estimate(const EstimateOptions& o) {
   if (o.residual_length != 0) settings.residual_length = static_cast<size_t>(o.residual_length);
   if (o.block_size != 0) settings.block_size = static_cast<size_t>(o.block_size);
   if (o.group_size < 0 || o.residual_length < 0 || o.block_size < 0) {
-    fail(ErrorCode::kInvalidArgument, "--group-size, --residual-length and --block-size must be > 0");
+    fail(ErrorCode::kInvalidArgument,
+         "--group-size, --residual-length and --block-size must be > 0");
   }
   settings.validate();
   if (o.sequences <= 0) {
@@ -86,7 +88,8 @@ void run_estimate(const EstimateOptions& o) {
   const int n = geometry.n_layers();
   std::vector<Candidate> candidates;
   if (plan) {
-    candidates.push_back({"plan:" + std::filesystem::path(o.plan_path).filename().string(), plan->pairs()});
+    candidates.push_back(
+        {"plan:" + std::filesystem::path(o.plan_path).filename().string(), plan->pairs()});
   }
   if (!o.k_format.empty() || !o.v_format.empty()) {
     if (o.k_format.empty() || o.v_format.empty()) {
@@ -115,7 +118,8 @@ void run_estimate(const EstimateOptions& o) {
   std::optional<uint64_t> available;
   if (!o.gpu_memory.empty()) {
     const uint64_t gpu = parse_byte_size(o.gpu_memory, "--gpu-memory");
-    const uint64_t weights = o.weights_bytes.empty() ? 0 : parse_byte_size(o.weights_bytes, "--weights-bytes");
+    const uint64_t weights =
+        o.weights_bytes.empty() ? 0 : parse_byte_size(o.weights_bytes, "--weights-bytes");
     if (weights >= gpu) {
       fail(ErrorCode::kInvalidArgument, "--weights-bytes {} leaves nothing of --gpu-memory {}",
            o.weights_bytes, o.gpu_memory);
@@ -154,13 +158,16 @@ void run_estimate(const EstimateOptions& o) {
     for (int64_t t : contexts) {
       const uint64_t bytes = kv_cache_bytes(geometry, c.pairs, settings, t, o.sequences);
       const uint64_t ref = kv_cache_bytes(geometry, bf16, bf16_settings, t, o.sequences);
-      e["contexts"].push_back({{"context", t},
-                               {"bytes", bytes},
-                               {"bf16_bytes", ref},
-                               {"compression_vs_bf16", bytes ? static_cast<double>(ref) / static_cast<double>(bytes) : 0.0}});
+      e["contexts"].push_back(
+          {{"context", t},
+           {"bytes", bytes},
+           {"bf16_bytes", ref},
+           {"compression_vs_bf16",
+            bytes ? static_cast<double>(ref) / static_cast<double>(bytes) : 0.0}});
     }
     if (available) {
-      const int64_t tokens = max_tokens_that_fit(geometry, c.pairs, settings, *available, o.sequences);
+      const int64_t tokens =
+          max_tokens_that_fit(geometry, c.pairs, settings, *available, o.sequences);
       e["max_context_per_sequence"] = tokens;
       e["max_total_tokens"] = tokens * o.sequences;
     }
@@ -189,9 +196,11 @@ void run_estimate(const EstimateOptions& o) {
   if (available) header += fmt::format(" {:>14}", "fits (tokens)");
   std::printf("%s\n", header.c_str());
   for (const nlohmann::json& e : out["estimates"]) {
-    const double ratio = e["contexts"].empty() ? 0.0 : e["contexts"][0]["compression_vs_bf16"].get<double>();
-    std::string line = fmt::format("{:<36} {:>6.2f} {:>10.1f} {:>7.2f}x", e["kv"].get<std::string>(),
-                                   e["equivalent_bits"].get<double>(), e["bytes_per_token"].get<double>(), ratio);
+    const double ratio =
+        e["contexts"].empty() ? 0.0 : e["contexts"][0]["compression_vs_bf16"].get<double>();
+    std::string line =
+        fmt::format("{:<36} {:>6.2f} {:>10.1f} {:>7.2f}x", e["kv"].get<std::string>(),
+                    e["equivalent_bits"].get<double>(), e["bytes_per_token"].get<double>(), ratio);
     for (const nlohmann::json& c : e["contexts"]) {
       line += fmt::format(" {:>12}", format_bytes(c["bytes"].get<double>()));
     }
@@ -200,7 +209,8 @@ void run_estimate(const EstimateOptions& o) {
   }
   if (available) {
     std::printf("\n'fits': the longest context per sequence when %lld sequence(s) share %s.\n",
-                static_cast<long long>(o.sequences), format_bytes(static_cast<double>(*available)).c_str());
+                static_cast<long long>(o.sequences),
+                format_bytes(static_cast<double>(*available)).c_str());
   }
 }
 

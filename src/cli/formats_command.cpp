@@ -42,8 +42,11 @@ void run_formats(const FormatsOptions& o) {
     rows.push_back(row);
   }
   if (o.json) {
-    std::printf("%s\n", nlohmann::json{{"head_dim", o.head_dim}, {"group_size", o.group_size},
-                                       {"formats", rows}}.dump(2).c_str());
+    std::printf(
+        "%s\n",
+        nlohmann::json{{"head_dim", o.head_dim}, {"group_size", o.group_size}, {"formats", rows}}
+            .dump(2)
+            .c_str());
     return;
   }
   std::printf("head_dim %d, int group %d\n\n", o.head_dim, o.group_size);

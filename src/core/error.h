@@ -2,11 +2,12 @@
 //
 // Library code never aborts or exits on input: it throws Error with a canonical code and a message
 // that names the file, field or byte offset, the value seen and what was allowed. The CLI maps
-// codes to exit statuses (bad input -> 2, runtime failure -> 1); the C API maps them to status codes
-// and never lets an exception cross the boundary.
+// codes to exit statuses (bad input -> 2, runtime failure -> 1); the C API maps them to status
+// codes and never lets an exception cross the boundary.
 //
 //   throw kvplan::Error(kvplan::ErrorCode::kInvalidArgument,
-//                       fmt::format("{}: field 'num_key_value_heads': expected > 0, got {}", path, n));
+//                       fmt::format("{}: field 'num_key_value_heads': expected > 0, got {}", path,
+//                       n));
 #pragma once
 
 #include <stdexcept>

@@ -14,13 +14,17 @@ uint64_t hash64(std::string_view text, uint64_t seed) {
   return XXH3_64bits_withSeed(text.data(), text.size(), seed);
 }
 
-std::string hash_hex(uint64_t hash) { return fmt::format("{:016x}", hash); }
+std::string hash_hex(uint64_t hash) {
+  return fmt::format("{:016x}", hash);
+}
 
 Hasher::Hasher() : state_(XXH3_createState()) {
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
 }
 
-Hasher::~Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+Hasher::~Hasher() {
+  XXH3_freeState(static_cast<XXH3_state_t*>(state_));
+}
 
 Hasher& Hasher::update(std::string_view text) {
   update_u64(text.size());
@@ -41,6 +45,8 @@ Hasher& Hasher::update_u64(uint64_t value) {
   return *this;
 }
 
-uint64_t Hasher::digest() const { return XXH3_64bits_digest(static_cast<XXH3_state_t*>(state_)); }
+uint64_t Hasher::digest() const {
+  return XXH3_64bits_digest(static_cast<XXH3_state_t*>(state_));
+}
 
 }  // namespace kvplan

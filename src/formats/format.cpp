@@ -37,7 +37,13 @@ constexpr std::array<FormatInfo, 14> kFormats = {{
      "OCP FP8 E5M2, f32 scale per (layer, head)"},
 }};
 
-constexpr FormatInfo kSlotInfo = {FormatId::kSlot, "slot", 1, FormatFamily::kOpaqueSlot, 0, 0, 0,
+constexpr FormatInfo kSlotInfo = {FormatId::kSlot,
+                                  "slot",
+                                  1,
+                                  FormatFamily::kOpaqueSlot,
+                                  0,
+                                  0,
+                                  0,
                                   "opaque engine slot: N bytes per token per KV head (K+V)"};
 
 struct Alias {
@@ -53,7 +59,9 @@ constexpr std::array<Alias, 6> kAliases = {{{"fp32", FormatId::kF32},
 
 }  // namespace
 
-std::span<const FormatInfo> all_format_infos() { return kFormats; }
+std::span<const FormatInfo> all_format_infos() {
+  return kFormats;
+}
 
 std::string format_names_for_help() {
   std::string names;
@@ -80,7 +88,8 @@ Format Format::from_id(uint16_t id, uint32_t slot_bytes) {
   for (const FormatInfo& info : kFormats) {
     if (static_cast<uint16_t>(info.id) == id) return Format(info.id);
   }
-  fail(ErrorCode::kInvalidArgument, "unknown format id {} (known: {})", id, format_names_for_help());
+  fail(ErrorCode::kInvalidArgument, "unknown format id {} (known: {})", id,
+       format_names_for_help());
 }
 
 Format Format::parse(std::string_view text) {

@@ -46,9 +46,9 @@ struct FormatInfo {
   std::string_view name;
   uint16_t version;
   FormatFamily family;
-  int bits;              // nominal bits per value (0 for slots: depends on N and head_dim)
-  int block_values;      // values per ggml block (32), 0 for other families
-  int block_bytes;       // bytes per ggml block, 0 for other families
+  int bits;          // nominal bits per value (0 for slots: depends on N and head_dim)
+  int block_values;  // values per ggml block (32), 0 for other families
+  int block_bytes;   // bytes per ggml block, 0 for other families
   std::string_view meaning;
 };
 
@@ -58,7 +58,8 @@ std::span<const FormatInfo> all_format_infos();
 class Format {
  public:
   constexpr Format() = default;
-  constexpr explicit Format(FormatId id, uint32_t slot_bytes = 0) : id_(id), slot_bytes_(slot_bytes) {}
+  constexpr explicit Format(FormatId id, uint32_t slot_bytes = 0)
+      : id_(id), slot_bytes_(slot_bytes) {}
 
   // Accepts every catalogue name ("f16", "int4", "q4_0", "iq4_nl", "fp8_e4m3", ...), a few common
   // aliases ("fp16", "bfloat16", "fp8" = fp8_e4m3) and "slot:N". Throws Error(kInvalidArgument)

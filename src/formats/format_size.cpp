@@ -12,8 +12,10 @@ size_t effective_group_size(Format format, size_t n_values, size_t group_size) {
         fail(ErrorCode::kInvalidArgument, "format {}: group size must be > 0", format.name());
       }
       return group_size < n_values ? group_size : n_values;
-    case FormatFamily::kGgmlBlock: return kGgmlBlock;
-    default: return n_values;
+    case FormatFamily::kGgmlBlock:
+      return kGgmlBlock;
+    default:
+      return n_values;
   }
 }
 
@@ -21,8 +23,10 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
   if (n_values == 0) fail(ErrorCode::kInvalidArgument, "format {}: empty row", format.name());
   const FormatInfo& info = format.info();
   switch (info.family) {
-    case FormatFamily::kPlain: return n_values * static_cast<size_t>(info.bits / 8);
-    case FormatFamily::kFp8: return n_values;
+    case FormatFamily::kPlain:
+      return n_values * static_cast<size_t>(info.bits / 8);
+    case FormatFamily::kFp8:
+      return n_values;
     case FormatFamily::kUniformInt: {
       const size_t group = effective_group_size(format, n_values, group_size);
       const size_t full_groups = n_values / group;

@@ -17,11 +17,16 @@ std::optional<Format> format_for_bits(std::string_view digits) {
 
 std::optional<int> bits_name(Format f) {
   switch (f.id()) {
-    case FormatId::kBF16: return 16;
-    case FormatId::kInt8: return 8;
-    case FormatId::kInt4: return 4;
-    case FormatId::kInt2: return 2;
-    default: return std::nullopt;
+    case FormatId::kBF16:
+      return 16;
+    case FormatId::kInt8:
+      return 8;
+    case FormatId::kInt4:
+      return 4;
+    case FormatId::kInt2:
+      return 2;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -9,8 +9,16 @@
 namespace kvplan {
 namespace {
 
+// Groups of 32 (the default) get their own inlined copy of the group code with a constant trip
+// count, which the compiler vectorises fully; other sizes take the general loop.
 template <int kBits>
 void pack_int_row(const float* x, size_t n, size_t group, uint8_t* out) {
+  if (group == 32 && n % 32 == 0) {
+    for (size_t start = 0; start < n; start += 32, out += int_group_bytes(32, kBits)) {
+      quantize_group_int<kBits>(x + start, 32, out);
+    }
+    return;
+  }
   for (size_t start = 0; start < n; start += group) {
     const size_t len = n - start < group ? n - start : group;
     quantize_group_int<kBits>(x + start, static_cast<int>(len), out);
@@ -20,6 +28,12 @@ void pack_int_row(const float* x, size_t n, size_t group, uint8_t* out) {
 
 template <int kBits>
 void unpack_int_row(const uint8_t* in, size_t n, size_t group, float* y) {
+  if (group == 32 && n % 32 == 0) {
+    for (size_t start = 0; start < n; start += 32, in += int_group_bytes(32, kBits)) {
+      dequantize_group_int<kBits>(in, 32, y + start);
+    }
+    return;
+  }
   for (size_t start = 0; start < n; start += group) {
     const size_t len = n - start < group ? n - start : group;
     dequantize_group_int<kBits>(in, static_cast<int>(len), y + start);
@@ -32,25 +46,39 @@ using BlockDequantizer = void (*)(const uint8_t*, float*);
 
 BlockQuantizer ggml_quantizer(FormatId id) {
   switch (id) {
-    case FormatId::kQ8_0: return quantize_block_q8_0;
-    case FormatId::kQ4_0: return quantize_block_q4_0;
-    case FormatId::kQ4_1: return quantize_block_q4_1;
-    case FormatId::kQ5_0: return quantize_block_q5_0;
-    case FormatId::kQ5_1: return quantize_block_q5_1;
-    case FormatId::kIq4Nl: return quantize_block_iq4_nl;
-    default: fail(ErrorCode::kInternal, "not a ggml block format: {}", static_cast<int>(id));
+    case FormatId::kQ8_0:
+      return quantize_block_q8_0;
+    case FormatId::kQ4_0:
+      return quantize_block_q4_0;
+    case FormatId::kQ4_1:
+      return quantize_block_q4_1;
+    case FormatId::kQ5_0:
+      return quantize_block_q5_0;
+    case FormatId::kQ5_1:
+      return quantize_block_q5_1;
+    case FormatId::kIq4Nl:
+      return quantize_block_iq4_nl;
+    default:
+      fail(ErrorCode::kInternal, "not a ggml block format: {}", static_cast<int>(id));
   }
 }
 
 BlockDequantizer ggml_dequantizer(FormatId id) {
   switch (id) {
-    case FormatId::kQ8_0: return dequantize_block_q8_0;
-    case FormatId::kQ4_0: return dequantize_block_q4_0;
-    case FormatId::kQ4_1: return dequantize_block_q4_1;
-    case FormatId::kQ5_0: return dequantize_block_q5_0;
-    case FormatId::kQ5_1: return dequantize_block_q5_1;
-    case FormatId::kIq4Nl: return dequantize_block_iq4_nl;
-    default: fail(ErrorCode::kInternal, "not a ggml block format: {}", static_cast<int>(id));
+    case FormatId::kQ8_0:
+      return dequantize_block_q8_0;
+    case FormatId::kQ4_0:
+      return dequantize_block_q4_0;
+    case FormatId::kQ4_1:
+      return dequantize_block_q4_1;
+    case FormatId::kQ5_0:
+      return dequantize_block_q5_0;
+    case FormatId::kQ5_1:
+      return dequantize_block_q5_1;
+    case FormatId::kIq4Nl:
+      return dequantize_block_iq4_nl;
+    default:
+      fail(ErrorCode::kInternal, "not a ggml block format: {}", static_cast<int>(id));
   }
 }
 
@@ -69,31 +97,33 @@ void check_fp8_scale(Format format, float scale) {
   }
 }
 
-}  // namespace
-
-void pack_row(Format format, std::span<const float> values, std::span<uint8_t> out,
-              const PackOptions& options) {
-  const size_t n = values.size();
-  check_sizes(format, n, out.size(), options.group_size);
-  const float* x = values.data();
-  uint8_t* dst = out.data();
+// Packs rows whose sizes the caller has validated (row_bytes = packed_row_bytes(format, n, group)).
+// The format dispatch happens once per call, not once per row.
+void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n, size_t row_bytes,
+                         uint8_t* dst, const PackOptions& options) {
+  const auto each_row = [&](auto&& pack_one) {
+    for (size_t r = 0; r < n_rows; ++r) pack_one(x + r * n, dst + r * row_bytes);
+  };
+  const size_t group = effective_group_size(format, n, options.group_size);
+  const float scale = options.fp8_scale;
   switch (format.id()) {
-    case FormatId::kF32: std::memcpy(dst, x, n * sizeof(float)); return;
+    case FormatId::kF32:
+      return each_row(
+          [&](const float* in, uint8_t* out) { std::memcpy(out, in, n * sizeof(float)); });
     case FormatId::kF16:
-      for (size_t i = 0; i < n; ++i) store_u16_le(dst + 2 * i, f32_to_f16(x[i]));
-      return;
+      return each_row([&](const float* in, uint8_t* out) {
+        for (size_t i = 0; i < n; ++i) store_u16_le(out + 2 * i, f32_to_f16(in[i]));
+      });
     case FormatId::kBF16:
-      for (size_t i = 0; i < n; ++i) store_u16_le(dst + 2 * i, f32_to_bf16(x[i]));
-      return;
+      return each_row([&](const float* in, uint8_t* out) {
+        for (size_t i = 0; i < n; ++i) store_u16_le(out + 2 * i, f32_to_bf16(in[i]));
+      });
     case FormatId::kInt8:
+      return each_row([&](const float* in, uint8_t* out) { pack_int_row<8>(in, n, group, out); });
     case FormatId::kInt4:
-    case FormatId::kInt2: {
-      const size_t group = effective_group_size(format, n, options.group_size);
-      if (format.id() == FormatId::kInt8) pack_int_row<8>(x, n, group, dst);
-      if (format.id() == FormatId::kInt4) pack_int_row<4>(x, n, group, dst);
-      if (format.id() == FormatId::kInt2) pack_int_row<2>(x, n, group, dst);
-      return;
-    }
+      return each_row([&](const float* in, uint8_t* out) { pack_int_row<4>(in, n, group, out); });
+    case FormatId::kInt2:
+      return each_row([&](const float* in, uint8_t* out) { pack_int_row<2>(in, n, group, out); });
     case FormatId::kQ8_0:
     case FormatId::kQ4_0:
     case FormatId::kQ4_1:
@@ -102,47 +132,50 @@ void pack_row(Format format, std::span<const float> values, std::span<uint8_t> o
     case FormatId::kIq4Nl: {
       const BlockQuantizer quantize = ggml_quantizer(format.id());
       const size_t block_bytes = static_cast<size_t>(format.info().block_bytes);
-      for (size_t b = 0; b < n / kGgmlBlock; ++b) quantize(x + b * kGgmlBlock, dst + b * block_bytes);
-      return;
+      return each_row([&](const float* in, uint8_t* out) {
+        for (size_t b = 0; b < n / kGgmlBlock; ++b)
+          quantize(in + b * kGgmlBlock, out + b * block_bytes);
+      });
     }
     case FormatId::kFp8E4M3:
-    case FormatId::kFp8E5M2: {
-      check_fp8_scale(format, options.fp8_scale);
-      const float scale = options.fp8_scale;
-      const bool e4m3 = format.id() == FormatId::kFp8E4M3;
-      for (size_t i = 0; i < n; ++i) {
-        dst[i] = e4m3 ? f32_to_fp8_e4m3(x[i] / scale) : f32_to_fp8_e5m2(x[i] / scale);
-      }
-      return;
-    }
-    case FormatId::kSlot: break;  // packed_row_bytes already refused it
+      return each_row([&](const float* in, uint8_t* out) {
+        for (size_t i = 0; i < n; ++i) out[i] = f32_to_fp8_e4m3(in[i] / scale);
+      });
+    case FormatId::kFp8E5M2:
+      return each_row([&](const float* in, uint8_t* out) {
+        for (size_t i = 0; i < n; ++i) out[i] = f32_to_fp8_e5m2(in[i] / scale);
+      });
+    case FormatId::kSlot:
+      break;
   }
-  fail(ErrorCode::kInternal, "pack_row: unhandled format {}", format.name());
+  fail(ErrorCode::kInternal, "pack: format {} has no row layout", format.name());
 }
 
-void unpack_row(Format format, std::span<const uint8_t> packed, std::span<float> values,
-                const PackOptions& options) {
-  const size_t n = values.size();
-  check_sizes(format, n, packed.size(), options.group_size);
-  const uint8_t* src = packed.data();
-  float* y = values.data();
+void unpack_rows_unchecked(Format format, const uint8_t* src, size_t n_rows, size_t n,
+                           size_t row_bytes, float* y, const PackOptions& options) {
+  const auto each_row = [&](auto&& unpack_one) {
+    for (size_t r = 0; r < n_rows; ++r) unpack_one(src + r * row_bytes, y + r * n);
+  };
+  const size_t group = effective_group_size(format, n, options.group_size);
+  const float scale = options.fp8_scale;
   switch (format.id()) {
-    case FormatId::kF32: std::memcpy(y, src, n * sizeof(float)); return;
+    case FormatId::kF32:
+      return each_row(
+          [&](const uint8_t* in, float* out) { std::memcpy(out, in, n * sizeof(float)); });
     case FormatId::kF16:
-      for (size_t i = 0; i < n; ++i) y[i] = f16_to_f32(load_u16_le(src + 2 * i));
-      return;
+      return each_row([&](const uint8_t* in, float* out) {
+        for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(load_u16_le(in + 2 * i));
+      });
     case FormatId::kBF16:
-      for (size_t i = 0; i < n; ++i) y[i] = bf16_to_f32(load_u16_le(src + 2 * i));
-      return;
+      return each_row([&](const uint8_t* in, float* out) {
+        for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16_le(in + 2 * i));
+      });
     case FormatId::kInt8:
+      return each_row([&](const uint8_t* in, float* out) { unpack_int_row<8>(in, n, group, out); });
     case FormatId::kInt4:
-    case FormatId::kInt2: {
-      const size_t group = effective_group_size(format, n, options.group_size);
-      if (format.id() == FormatId::kInt8) unpack_int_row<8>(src, n, group, y);
-      if (format.id() == FormatId::kInt4) unpack_int_row<4>(src, n, group, y);
-      if (format.id() == FormatId::kInt2) unpack_int_row<2>(src, n, group, y);
-      return;
-    }
+      return each_row([&](const uint8_t* in, float* out) { unpack_int_row<4>(in, n, group, out); });
+    case FormatId::kInt2:
+      return each_row([&](const uint8_t* in, float* out) { unpack_int_row<2>(in, n, group, out); });
     case FormatId::kQ8_0:
     case FormatId::kQ4_0:
     case FormatId::kQ4_1:
@@ -151,24 +184,54 @@ void unpack_row(Format format, std::span<const uint8_t> packed, std::span<float>
     case FormatId::kIq4Nl: {
       const BlockDequantizer dequantize = ggml_dequantizer(format.id());
       const size_t block_bytes = static_cast<size_t>(format.info().block_bytes);
-      for (size_t b = 0; b < n / kGgmlBlock; ++b) {
-        dequantize(src + b * block_bytes, y + b * kGgmlBlock);
-      }
-      return;
+      return each_row([&](const uint8_t* in, float* out) {
+        for (size_t b = 0; b < n / kGgmlBlock; ++b)
+          dequantize(in + b * block_bytes, out + b * kGgmlBlock);
+      });
     }
     case FormatId::kFp8E4M3:
-    case FormatId::kFp8E5M2: {
-      check_fp8_scale(format, options.fp8_scale);
-      const float scale = options.fp8_scale;
-      const bool e4m3 = format.id() == FormatId::kFp8E4M3;
-      for (size_t i = 0; i < n; ++i) {
-        y[i] = (e4m3 ? fp8_e4m3_to_f32(src[i]) : fp8_e5m2_to_f32(src[i])) * scale;
-      }
-      return;
-    }
-    case FormatId::kSlot: break;
+      return each_row([&](const uint8_t* in, float* out) {
+        for (size_t i = 0; i < n; ++i) out[i] = fp8_e4m3_to_f32(in[i]) * scale;
+      });
+    case FormatId::kFp8E5M2:
+      return each_row([&](const uint8_t* in, float* out) {
+        for (size_t i = 0; i < n; ++i) out[i] = fp8_e5m2_to_f32(in[i]) * scale;
+      });
+    case FormatId::kSlot:
+      break;
   }
-  fail(ErrorCode::kInternal, "unpack_row: unhandled format {}", format.name());
+  fail(ErrorCode::kInternal, "unpack: format {} has no row layout", format.name());
+}
+
+}  // namespace
+
+void pack_row(Format format, std::span<const float> values, std::span<uint8_t> out,
+              const PackOptions& options) {
+  check_sizes(format, values.size(), out.size(), options.group_size);
+  if (format.family() == FormatFamily::kFp8) check_fp8_scale(format, options.fp8_scale);
+  pack_rows_unchecked(format, values.data(), 1, values.size(), out.size(), out.data(), options);
+}
+
+void unpack_row(Format format, std::span<const uint8_t> packed, std::span<float> values,
+                const PackOptions& options) {
+  check_sizes(format, values.size(), packed.size(), options.group_size);
+  if (format.family() == FormatFamily::kFp8) check_fp8_scale(format, options.fp8_scale);
+  unpack_rows_unchecked(format, packed.data(), 1, values.size(), packed.size(), values.data(),
+                        options);
+}
+
+void pack_rows(Format format, const float* values, size_t n_rows, size_t row_len, uint8_t* out,
+               const PackOptions& options) {
+  const size_t row_bytes = packed_row_bytes(format, row_len, options.group_size);
+  if (format.family() == FormatFamily::kFp8) check_fp8_scale(format, options.fp8_scale);
+  pack_rows_unchecked(format, values, n_rows, row_len, row_bytes, out, options);
+}
+
+void unpack_rows(Format format, const uint8_t* packed, size_t n_rows, size_t row_len, float* values,
+                 const PackOptions& options) {
+  const size_t row_bytes = packed_row_bytes(format, row_len, options.group_size);
+  if (format.family() == FormatFamily::kFp8) check_fp8_scale(format, options.fp8_scale);
+  unpack_rows_unchecked(format, packed, n_rows, row_len, row_bytes, values, options);
 }
 
 void pack_channels(Format format, const float* values, size_t n_tokens, size_t n_channels,
@@ -209,8 +272,10 @@ void unpack_channels(Format format, std::span<const uint8_t> packed, size_t n_to
 float fp8_scale_for_absmax(Format format, float absmax) {
   if (!(absmax > 0.0f) || !std::isfinite(absmax)) return 1.0f;
   switch (format.id()) {
-    case FormatId::kFp8E4M3: return absmax / kFp8E4m3Max;
-    case FormatId::kFp8E5M2: return absmax / kFp8E5m2Max;
+    case FormatId::kFp8E4M3:
+      return absmax / kFp8E4m3Max;
+    case FormatId::kFp8E5M2:
+      return absmax / kFp8E5m2Max;
     default:
       fail(ErrorCode::kInvalidArgument, "format {} has no FP8 scale", format.name());
   }

@@ -27,6 +27,13 @@ void pack_row(Format format, std::span<const float> values, std::span<uint8_t> o
 void unpack_row(Format format, std::span<const uint8_t> packed, std::span<float> values,
                 const PackOptions& options);
 
+// Packs `n_rows` consecutive rows of `row_len` values (e.g. every KV head of a page of tokens) into
+// consecutive packed rows; validates once, so it is the fast path for many short rows.
+void pack_rows(Format format, const float* values, size_t n_rows, size_t row_len, uint8_t* out,
+               const PackOptions& options);
+void unpack_rows(Format format, const uint8_t* packed, size_t n_rows, size_t row_len, float* values,
+                 const PackOptions& options);
+
 // Per-channel packing (KIVI keys): `values` is [n_tokens, n_channels] with rows `token_stride`
 // floats apart; channel c's n_tokens values become one packed row of packed_row_bytes(format,
 // n_tokens, n_tokens) bytes, channels back to back in `out`.
@@ -36,7 +43,8 @@ void unpack_channels(Format format, std::span<const uint8_t> packed, size_t n_to
                      size_t n_channels, float* values, size_t token_stride,
                      const PackOptions& options);
 
-// The FP8 scale that maps |x| <= absmax onto the format's largest finite value (1 when absmax is 0).
+// The FP8 scale that maps |x| <= absmax onto the format's largest finite value (1 when absmax is
+// 0).
 float fp8_scale_for_absmax(Format format, float absmax);
 
 }  // namespace kvplan

@@ -33,8 +33,8 @@ LayerTokenBytes layer_bytes_per_token(const KvLayerGeometry& layer, const KvPair
                 static_cast<double>(row_bytes_for(pair.key, g, g, layer_index, "key")) /
                 static_cast<double>(g);
   } else {
-    bytes.key = heads * static_cast<double>(row_bytes_for(pair.key, dim, settings.group_size,
-                                                          layer_index, "key"));
+    bytes.key = heads * static_cast<double>(
+                            row_bytes_for(pair.key, dim, settings.group_size, layer_index, "key"));
   }
   return bytes;
 }
@@ -56,13 +56,15 @@ uint64_t layer_kv_bytes(const KvLayerGeometry& layer, const KvPair& pair,
   const uint64_t quantized = t - residual;
   const uint64_t residual_bytes = residual * heads * dim * kResidualBytesPerValue * 2;
 
-  const uint64_t value_row = row_bytes_for(pair.value, dim, settings.group_size, layer_index, "value");
+  const uint64_t value_row =
+      row_bytes_for(pair.value, dim, settings.group_size, layer_index, "value");
   uint64_t key_bytes;
   if (kivi && pair.key.family() != FormatFamily::kPlain) {
     const size_t g = settings.group_size;
     key_bytes = quantized / g * heads * dim * row_bytes_for(pair.key, g, g, layer_index, "key");
   } else {
-    key_bytes = quantized * heads * row_bytes_for(pair.key, dim, settings.group_size, layer_index, "key");
+    key_bytes =
+        quantized * heads * row_bytes_for(pair.key, dim, settings.group_size, layer_index, "key");
   }
   return key_bytes + quantized * heads * value_row + residual_bytes;
 }
@@ -76,7 +78,8 @@ uint64_t kv_cache_bytes(const KvGeometry& geometry, std::span<const KvPair> pair
   if (sequences < 0) fail(ErrorCode::kInvalidArgument, "sequences {}: expected >= 0", sequences);
   uint64_t per_sequence = 0;
   for (size_t l = 0; l < pairs.size(); ++l) {
-    per_sequence += layer_kv_bytes(geometry.layers[l], pairs[l], settings, tokens, static_cast<int>(l));
+    per_sequence +=
+        layer_kv_bytes(geometry.layers[l], pairs[l], settings, tokens, static_cast<int>(l));
   }
   return per_sequence * static_cast<uint64_t>(sequences);
 }
@@ -85,7 +88,8 @@ double kv_bytes_per_token(const KvGeometry& geometry, std::span<const KvPair> pa
                           const QuantSettings& settings) {
   double total = 0;
   for (size_t l = 0; l < pairs.size() && l < geometry.layers.size(); ++l) {
-    total += layer_bytes_per_token(geometry.layers[l], pairs[l], settings, static_cast<int>(l)).total();
+    total +=
+        layer_bytes_per_token(geometry.layers[l], pairs[l], settings, static_cast<int>(l)).total();
   }
   return total;
 }

@@ -17,9 +17,9 @@
 
 namespace kvplan {
 
-// Steady-state bytes per token of one layer (all its KV heads), K and V separately. In kivi mode the
-// key bytes are the per-channel groups amortised over group_size tokens; a slot reports its whole
-// K+V record as key bytes and 0 value bytes.
+// Steady-state bytes per token of one layer (all its KV heads), K and V separately. In kivi mode
+// the key bytes are the per-channel groups amortised over group_size tokens; a slot reports its
+// whole K+V record as key bytes and 0 value bytes.
 struct LayerTokenBytes {
   double key = 0;
   double value = 0;

@@ -44,7 +44,8 @@ KvPair parse_pair_at(const std::string& key_name, const std::string& value_name,
     const Format key = Format::parse(key_name);
     const Format value = Format::parse(value_name);
     if (key.is_slot() != value.is_slot() || (key.is_slot() && key != value)) {
-      fail(ErrorCode::kInvalidArgument, "a slot covers K and V together: key and value must be "
+      fail(ErrorCode::kInvalidArgument,
+           "a slot covers K and V together: key and value must be "
            "the same slot:N");
     }
     return {key, value};
@@ -72,9 +73,11 @@ PlanSummary summarize_plan(const Plan& plan) {
     const KvLayerGeometry& lg = g.layers[l];
     s.equivalent_bits += plan.layers[l].pair.nominal_bits(lg.head_dim);
     s.bytes_per_token +=
-        layer_bytes_per_token(lg, plan.layers[l].pair, plan.quantization, static_cast<int>(l)).total();
-    s.bf16_bytes_per_token += layer_bytes_per_token(lg, KvPair::parse("KV16"), bf16_settings,
-                                                    static_cast<int>(l)).total();
+        layer_bytes_per_token(lg, plan.layers[l].pair, plan.quantization, static_cast<int>(l))
+            .total();
+    s.bf16_bytes_per_token +=
+        layer_bytes_per_token(lg, KvPair::parse("KV16"), bf16_settings, static_cast<int>(l))
+            .total();
     values_per_token += 2.0 * lg.n_kv_heads * lg.head_dim;
   }
   if (!plan.layers.empty()) s.equivalent_bits /= static_cast<double>(plan.layers.size());
@@ -130,7 +133,8 @@ Plan plan_from_json(const json& j, const std::string& source) {
            mwhere, w.size(), n_layers);
     }
     for (int l = 0; l < n_layers; ++l) {
-      plan.model.geometry.layers[l].sliding_window = w[l].is_number_integer() ? w[l].get<int64_t>() : 0;
+      plan.model.geometry.layers[l].sliding_window =
+          w[l].is_number_integer() ? w[l].get<int64_t>() : 0;
     }
   }
 
@@ -143,10 +147,12 @@ Plan plan_from_json(const json& j, const std::string& source) {
       fail(ErrorCode::kInvalidArgument, "{}: {}", qwhere, e.what());
     }
   }();
-  plan.quantization.group_size = static_cast<size_t>(required_int(q, "group_size", qwhere, 1, 4096));
+  plan.quantization.group_size =
+      static_cast<size_t>(required_int(q, "group_size", qwhere, 1, 4096));
   plan.quantization.residual_length =
       static_cast<size_t>(required_int(q, "residual_length", qwhere, 0, 1 << 20));
-  plan.quantization.block_size = static_cast<size_t>(required_int(q, "block_size", qwhere, 1, 1 << 20));
+  plan.quantization.block_size =
+      static_cast<size_t>(required_int(q, "block_size", qwhere, 1, 1 << 20));
   plan.scale_dtype = q.value("scale_dtype", std::string("f16"));
   try {
     plan.quantization.validate();
@@ -156,8 +162,10 @@ Plan plan_from_json(const json& j, const std::string& source) {
 
   const json& layers = required(j, "layers", source);
   if (!layers.is_array() || static_cast<int>(layers.size()) != n_layers) {
-    fail(ErrorCode::kInvalidArgument, "{}: field 'layers': expected an array of num_layers = {} "
-         "entries, got {}", source, n_layers, layers.is_array() ? layers.size() : 0);
+    fail(ErrorCode::kInvalidArgument,
+         "{}: field 'layers': expected an array of num_layers = {} "
+         "entries, got {}",
+         source, n_layers, layers.is_array() ? layers.size() : 0);
   }
   for (int l = 0; l < n_layers; ++l) {
     const std::string where = fmt::format("{}: layers[{}]", source, l);
@@ -166,18 +174,19 @@ Plan plan_from_json(const json& j, const std::string& source) {
     PlanLayer layer;
     layer.index = static_cast<int>(required_int(e, "index", where, l, l));
     layer.group = static_cast<int>(e.value("group", 0));
-    layer.pair = parse_pair_at(required_string(e, "key", where), required_string(e, "value", where),
-                               where);
+    layer.pair =
+        parse_pair_at(required_string(e, "key", where), required_string(e, "value", where), where);
     // Sizes written in the file must agree with what the formats say.
     const LayerTokenBytes bytes = [&] {
       try {
-        return layer_bytes_per_token(plan.model.geometry.layers[l], layer.pair, plan.quantization, l);
+        return layer_bytes_per_token(plan.model.geometry.layers[l], layer.pair, plan.quantization,
+                                     l);
       } catch (const Error& err) {
         fail(ErrorCode::kInvalidArgument, "{}: {}", source, err.what());
       }
     }();
-    for (const auto& [field, expected] :
-         {std::pair{"key_bytes_per_token", bytes.key}, std::pair{"value_bytes_per_token", bytes.value}}) {
+    for (const auto& [field, expected] : {std::pair{"key_bytes_per_token", bytes.key},
+                                          std::pair{"value_bytes_per_token", bytes.value}}) {
       if (e.contains(field)) {
         if (!e[field].is_number() || std::fabs(e[field].get<double>() - expected) > 1e-6) {
           fail(ErrorCode::kInvalidArgument, "{}: field '{}' is {}, but {} gives {}", where, field,
@@ -221,8 +230,8 @@ json plan_to_json(const Plan& plan) {
                 {"fingerprint", plan.model.fingerprint},
                 {"num_layers", g.n_layers()},
                 {"num_attention_heads", plan.model.num_attention_heads},
-                {"num_kv_heads", uniform_heads && !g.layers.empty() ? json(g.layers.front().n_kv_heads)
-                                                                   : kv_heads},
+                {"num_kv_heads",
+                 uniform_heads && !g.layers.empty() ? json(g.layers.front().n_kv_heads) : kv_heads},
                 {"head_dim", g.layers.empty() ? 0 : g.layers.front().head_dim}};
   if (any_window) model["sliding_window"] = windows;
   json layers = json::array();
@@ -265,7 +274,8 @@ void write_plan(const std::filesystem::path& path, const Plan& plan) {
   write_file_atomic(path, plan_to_json(plan).dump(2) + "\n");
 }
 
-void check_plan_matches(const Plan& plan, const KvGeometry& model, const std::string& model_source) {
+void check_plan_matches(const Plan& plan, const KvGeometry& model,
+                        const std::string& model_source) {
   const KvGeometry& g = plan.model.geometry;
   if (g.n_layers() != model.n_layers()) {
     fail(ErrorCode::kInvalidArgument, "plan for '{}' has {} layers but {} has {}", plan.model.name,
@@ -275,9 +285,10 @@ void check_plan_matches(const Plan& plan, const KvGeometry& model, const std::st
     const KvLayerGeometry& a = g.layers[l];
     const KvLayerGeometry& b = model.layers[l];
     if (a.n_kv_heads != b.n_kv_heads || a.head_dim != b.head_dim) {
-      fail(ErrorCode::kInvalidArgument, "plan for '{}' does not match {}: layer {} has {} KV heads "
-           "x head_dim {} in the plan, {} x {} in the model", plan.model.name, model_source, l,
-           a.n_kv_heads, a.head_dim, b.n_kv_heads, b.head_dim);
+      fail(ErrorCode::kInvalidArgument,
+           "plan for '{}' does not match {}: layer {} has {} KV heads "
+           "x head_dim {} in the plan, {} x {} in the model",
+           plan.model.name, model_source, l, a.n_kv_heads, a.head_dim, b.n_kv_heads, b.head_dim);
     }
   }
 }

@@ -27,7 +27,7 @@ struct PlanModel {
   std::string architecture;
   std::string fingerprint;  // hex; see model fingerprint in src/model
   int num_attention_heads = 0;
-  KvGeometry geometry;      // num_layers, num_kv_heads (per layer), head_dim, sliding windows
+  KvGeometry geometry;  // num_layers, num_kv_heads (per layer), head_dim, sliding windows
 };
 
 struct PlanLayer {
@@ -37,8 +37,8 @@ struct PlanLayer {
 };
 
 struct PlanSummary {
-  double equivalent_bits = 0;   // KVTuner: mean over layers of (k_bits + v_bits) / 2
-  double effective_bits = 0;    // including scales, zero points, block overhead
+  double equivalent_bits = 0;  // KVTuner: mean over layers of (k_bits + v_bits) / 2
+  double effective_bits = 0;   // including scales, zero points, block overhead
   double bytes_per_token = 0;
   double bf16_bytes_per_token = 0;
   double compression_ratio = 0;  // bf16 bytes / plan bytes

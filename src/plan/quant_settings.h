@@ -1,7 +1,8 @@
 // Plan-wide quantization settings (KVTuner's modes) and the per-layer format assignment.
 //
-// per-token: K and V quantized per token along head_dim, groups of `group_size` (clamped to the row).
-// kivi:      K per channel over groups of `group_size` consecutive tokens, V per token; the newest
+// per-token: K and V quantized per token along head_dim, groups of `group_size` (clamped to the
+// row). kivi:      K per channel over groups of `group_size` consecutive tokens, V per token; the
+// newest
 //            tokens that do not yet fill a `residual_length` window stay in full precision (bf16).
 #pragma once
 

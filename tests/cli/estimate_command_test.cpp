@@ -32,7 +32,8 @@ void expect_bad_input(const std::string& args, const std::string& must_mention) 
 }
 
 TEST(EstimateCommand, Llama8bF16JsonIsExact) {
-  const RunResult r = run_kvplan("estimate --model llama-3.1-8b --context 4K,32K,128K --kv f16/f16 --json");
+  const RunResult r =
+      run_kvplan("estimate --model llama-3.1-8b --context 4K,32K,128K --kv f16/f16 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& e = j["estimates"][0];
@@ -44,7 +45,8 @@ TEST(EstimateCommand, Llama8bF16JsonIsExact) {
 
 TEST(EstimateCommand, SequencesAndFormatsFromFlags) {
   const RunResult r = run_kvplan(
-      "estimate --model llama-3.1-8b --context 32768 --sequences 4 --k-format q8_0 --v-format q4_0 --json");
+      "estimate --model llama-3.1-8b --context 32768 --sequences 4 --k-format q8_0 --v-format q4_0 "
+      "--json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   // 32 x 8 x (136 + 72) = 53,248 B/token; x 32768 tokens x 4 sequences.
@@ -61,8 +63,10 @@ TEST(EstimateCommand, GpuMemoryAnswersHowManyTokensFit) {
 }
 
 TEST(EstimateCommand, MiniMaxPlanIs3_23xSmaller) {
-  const std::string plan = std::string(KVPLAN_SOURCE_DIR) + "/configs/plans/minimax-m2.5-slot134.json";
-  const RunResult r = run_kvplan("estimate --model minimax-m2.5 --plan " + plan + " --context 32K --json");
+  const std::string plan =
+      std::string(KVPLAN_SOURCE_DIR) + "/configs/plans/minimax-m2.5-slot134.json";
+  const RunResult r =
+      run_kvplan("estimate --model minimax-m2.5 --plan " + plan + " --context 32K --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_NEAR(j["estimates"][0]["contexts"][0]["compression_vs_bf16"].get<double>(), 3.23, 0.005);
@@ -73,10 +77,12 @@ TEST(EstimateCommand, ReadsConfigJsonDirectoriesAndGgufHeaders) {
   fs::create_directories(dir);
   write(dir / "config.json", R"({"model_type":"mistral","num_hidden_layers":2,"hidden_size":256,
       "num_attention_heads":4,"num_key_value_heads":1,"sliding_window":100})");
-  RunResult r = run_kvplan("estimate --model " + dir.string() + " --kv f16/f16 --context 1000 --json");
+  RunResult r =
+      run_kvplan("estimate --model " + dir.string() + " --kv f16/f16 --context 1000 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // MQA, head_dim 64, window 100 tokens: 2 layers x 100 x 1 x 256 B.
-  EXPECT_EQ(nlohmann::json::parse(r.out)["estimates"][0]["contexts"][0]["bytes"].get<uint64_t>(), 51200u);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["estimates"][0]["contexts"][0]["bytes"].get<uint64_t>(),
+            51200u);
 
   const fs::path gguf = models_dir() / "stories260K.gguf";
   if (!fs::exists(gguf)) GTEST_SKIP() << "no " << gguf;
@@ -99,13 +105,17 @@ TEST(EstimateCommand, HumanTableByDefault) {
 TEST(EstimateCommand, BadInputsExitTwoWithOneLine) {
   const fs::path dir = scratch_dir();
   expect_bad_input("estimate --model " + (dir / "missing" / "config.json").string(), "missing");
-  expect_bad_input("estimate --model " + write(dir / "garbled.json", "{\"num_hidden_layers\": 3,").string(),
-                   "garbled.json");
+  expect_bad_input(
+      "estimate --model " + write(dir / "garbled.json", "{\"num_hidden_layers\": 3,").string(),
+      "garbled.json");
+  expect_bad_input(
+      "estimate --model " +
+          write(dir / "nolayers.json", R"({"hidden_size":64,"num_attention_heads":8})").string(),
+      "num_hidden_layers");
   expect_bad_input("estimate --model " +
-                       write(dir / "nolayers.json", R"({"hidden_size":64,"num_attention_heads":8})").string(),
-                   "num_hidden_layers");
-  expect_bad_input("estimate --model " +
-                       write(dir / "neg.json", R"({"num_hidden_layers":-2,"hidden_size":64,"num_attention_heads":8})").string(),
+                       write(dir / "neg.json",
+                             R"({"num_hidden_layers":-2,"hidden_size":64,"num_attention_heads":8})")
+                           .string(),
                    "num_hidden_layers");
   expect_bad_input("estimate --model llama-3.1-8b --kv K3V2", "K3V2");
   expect_bad_input("estimate --model llama-3.1-8b --k-format q3_k --v-format q4_0", "q3_k");
@@ -113,16 +123,19 @@ TEST(EstimateCommand, BadInputsExitTwoWithOneLine) {
   expect_bad_input("estimate --model llama-3.1-8b --context -5", "--context");
   expect_bad_input("estimate --model llama-3.1-8b --sequences 0", "--sequences");
   expect_bad_input("estimate --model no-such-preset", "no-such-preset");
-  expect_bad_input("estimate --model " + write(dir / "bad.gguf", "GGUX\x03\x00\x00\x00 more bytes").string(),
-                   "magic");
+  expect_bad_input(
+      "estimate --model " + write(dir / "bad.gguf", "GGUX\x03\x00\x00\x00 more bytes").string(),
+      "magic");
   expect_bad_input("estimate --model " + write(dir / "short.gguf", "GG").string(), "short.gguf");
-  expect_bad_input("estimate --model " +
-                       write(dir / "mla.json", R"({"num_hidden_layers":2,"hidden_size":64,
-                           "num_attention_heads":8,"kv_lora_rank":512})").string(),
-                   "MLA");
+  expect_bad_input(
+      "estimate --model " + write(dir / "mla.json", R"({"num_hidden_layers":2,"hidden_size":64,
+                           "num_attention_heads":8,"kv_lora_rank":512})")
+                                .string(),
+      "MLA");
   expect_bad_input("estimate --model " +
                        write(dir / "hybrid.json", R"({"model_type":"jamba","num_hidden_layers":2,
-                           "hidden_size":64,"num_attention_heads":8})").string(),
+                           "hidden_size":64,"num_attention_heads":8})")
+                           .string(),
                    "jamba");
   // stories260K has head_dim 8: ggml blocks of 32 cannot hold a row.
   const fs::path gguf = models_dir() / "stories260K.gguf";
@@ -135,7 +148,8 @@ TEST(EstimateCommand, BadInputsExitTwoWithOneLine) {
 }
 
 TEST(EstimateCommand, PlanForAnotherModelIsRefused) {
-  const std::string plan = std::string(KVPLAN_SOURCE_DIR) + "/configs/plans/minimax-m2.5-slot134.json";
+  const std::string plan =
+      std::string(KVPLAN_SOURCE_DIR) + "/configs/plans/minimax-m2.5-slot134.json";
   expect_bad_input("estimate --model llama-3.1-8b --plan " + plan, "62 layers");
 }
 

@@ -3,12 +3,12 @@
 
 #include <sys/wait.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 namespace kvplan::test {
 
@@ -30,7 +30,8 @@ inline RunResult run_kvplan(const std::string& args) {
   const std::string tag = std::to_string(::getpid());
   const auto out = dir / ("kvplan_cli_out_" + tag);
   const auto err = dir / ("kvplan_cli_err_" + tag);
-  const std::string cmd = std::string(KVPLAN_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string cmd =
+      std::string(KVPLAN_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

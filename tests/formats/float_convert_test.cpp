@@ -68,7 +68,8 @@ TEST(F16, MatchesNearestRepresentable) {
   for (float x : varied_floats(20000, 7)) {
     if (std::fabs(x) >= 65520.0f) continue;
     const uint32_t ref = nearest_code(
-        std::fabs(x), 0x7c00, [](uint32_t c) { return static_cast<double>(f16_to_f32(static_cast<uint16_t>(c))); },
+        std::fabs(x), 0x7c00,
+        [](uint32_t c) { return static_cast<double>(f16_to_f32(static_cast<uint16_t>(c))); },
         0x7fffffff);
     EXPECT_EQ(f32_to_f16(std::fabs(x)), ref) << x;
   }
@@ -92,7 +93,9 @@ TEST(BF16, MatchesNearestRepresentable) {
     const uint16_t lo = static_cast<uint16_t>(u >> 16);
     const double a = bf16_to_f32(lo), b = bf16_to_f32(static_cast<uint16_t>(lo + 1));
     const double da = std::fabs(a - x), db = std::fabs(b - x);
-    const uint16_t ref = da < db ? lo : db < da ? static_cast<uint16_t>(lo + 1) : ((lo & 1) ? lo + 1 : lo);
+    const uint16_t ref = da < db   ? lo
+                         : db < da ? static_cast<uint16_t>(lo + 1)
+                                   : ((lo & 1) ? lo + 1 : lo);
     EXPECT_EQ(f32_to_bf16(x), ref) << x;
   }
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
@@ -114,8 +117,12 @@ TEST(Fp8, KnownCodes) {
 }
 
 TEST(Fp8, EncodersPickTheNearestCode) {
-  const auto e4 = [](uint32_t c) { return static_cast<double>(fp8_e4m3_to_f32(static_cast<uint8_t>(c))); };
-  const auto e5 = [](uint32_t c) { return static_cast<double>(fp8_e5m2_to_f32(static_cast<uint8_t>(c))); };
+  const auto e4 = [](uint32_t c) {
+    return static_cast<double>(fp8_e4m3_to_f32(static_cast<uint8_t>(c)));
+  };
+  const auto e5 = [](uint32_t c) {
+    return static_cast<double>(fp8_e5m2_to_f32(static_cast<uint8_t>(c)));
+  };
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> exponent(-20.0f, 17.0f);
   std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);

@@ -48,9 +48,11 @@ TEST(GgmlGolden, BlocksAreByteIdenticalToGgml) {
 }
 
 // iq4_nl has no Python reference quantizer; check its decoding against the codebook by hand and
-// that the quantizer picks the codebook entry nearest to x / d for a block it must represent exactly.
+// that the quantizer picks the codebook entry nearest to x / d for a block it must represent
+// exactly.
 TEST(GgmlGolden, Iq4NlDecodesThroughTheCodebook) {
-  const int8_t codebook[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  const int8_t codebook[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                               1,    13,   25,  38,  53,  69,  89,  113};
   std::vector<uint8_t> block(18, 0);
   block[0] = 0x00;
   block[1] = 0x3c;  // d = 1.0

@@ -13,7 +13,8 @@ TEST(KvPair, KvTunerNames) {
   EXPECT_EQ(KvPair::parse("K4V2"), (KvPair{Format(FormatId::kInt4), Format(FormatId::kInt2)}));
   EXPECT_EQ(KvPair::parse("K2V4"), (KvPair{Format(FormatId::kInt2), Format(FormatId::kInt4)}));
   EXPECT_EQ(KvPair::parse("KV16"), KvPair::uniform(Format(FormatId::kBF16)));
-  for (const char* name : {"KV8", "KV4", "KV2", "K8V4", "K8V2", "K4V8", "K4V2", "K2V8", "KV16", "K16V4"}) {
+  for (const char* name :
+       {"KV8", "KV4", "KV2", "K8V4", "K8V2", "K4V8", "K4V2", "K2V8", "KV16", "K16V4"}) {
     EXPECT_EQ(KvPair::parse(name).name(), name);
   }
 }

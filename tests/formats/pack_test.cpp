@@ -21,10 +21,18 @@ std::vector<float> random_row(size_t n, Distribution dist, uint32_t seed) {
   std::vector<float> row(n);
   for (float& v : row) {
     switch (dist) {
-      case Distribution::kNormal: v = normal(rng); break;
-      case Distribution::kOutliers: v = normal(rng) * (rng() % 16 == 0 ? 20.0f : 1.0f); break;
-      case Distribution::kPositive: v = 0.5f + std::fabs(normal(rng)); break;
-      case Distribution::kTiny: v = normal(rng) * 1e-3f; break;
+      case Distribution::kNormal:
+        v = normal(rng);
+        break;
+      case Distribution::kOutliers:
+        v = normal(rng) * (rng() % 16 == 0 ? 20.0f : 1.0f);
+        break;
+      case Distribution::kPositive:
+        v = 0.5f + std::fabs(normal(rng));
+        break;
+      case Distribution::kTiny:
+        v = normal(rng) * 1e-3f;
+        break;
     }
   }
   return row;
@@ -33,7 +41,7 @@ std::vector<float> random_row(size_t n, Distribution dist, uint32_t seed) {
 // Worst-case |x - dequant(x)| for one value, derived from each format's definition (not from the
 // implementation): half a quantization step plus the f16 rounding of scales and zero points.
 double error_bound(const Format& f, std::span<const float> group, float x, float fp8_scale) {
-  const double u16 = std::ldexp(1.0, -11);  // f16 relative rounding of normal values
+  const double u16 = std::ldexp(1.0, -11);    // f16 relative rounding of normal values
   const double sub16 = std::ldexp(1.0, -25);  // f16 absolute rounding of subnormal values
   double lo = group[0], hi = group[0], amax = 0;
   for (float v : group) {
@@ -43,9 +51,12 @@ double error_bound(const Format& f, std::span<const float> group, float x, float
   }
   const double margin = 1e-6 * (amax + 1e-30);
   switch (f.id()) {
-    case FormatId::kF32: return 0;
-    case FormatId::kF16: return std::fabs(x) * u16 + 6e-8;
-    case FormatId::kBF16: return std::fabs(x) * std::ldexp(1.0, -8);
+    case FormatId::kF32:
+      return 0;
+    case FormatId::kF16:
+      return std::fabs(x) * u16 + 6e-8;
+    case FormatId::kBF16:
+      return std::fabs(x) * std::ldexp(1.0, -8);
     case FormatId::kInt8:
     case FormatId::kInt4:
     case FormatId::kInt2: {
@@ -58,8 +69,10 @@ double error_bound(const Format& f, std::span<const float> group, float x, float
       const double d = amax / 127;
       return 0.5 * d + 127 * (d * u16 + sub16) + margin;
     }
-    case FormatId::kQ4_0: return amax / 8 * (1 + 8 * u16) + 8 * sub16 + margin;    // +8 clamps to 7: one step
-    case FormatId::kQ5_0: return amax / 16 * (1 + 16 * u16) + 16 * sub16 + margin;  // +16 clamps to 15
+    case FormatId::kQ4_0:
+      return amax / 8 * (1 + 8 * u16) + 8 * sub16 + margin;  // +8 clamps to 7: one step
+    case FormatId::kQ5_0:
+      return amax / 16 * (1 + 16 * u16) + 16 * sub16 + margin;  // +16 clamps to 15
     case FormatId::kQ4_1:
     case FormatId::kQ5_1: {
       const double levels = f.id() == FormatId::kQ4_1 ? 15 : 31;
@@ -69,9 +82,12 @@ double error_bound(const Format& f, std::span<const float> group, float x, float
     case FormatId::kIq4Nl:
       // Codebook gaps are at most 24 of 127 scale units around a least-squares scale.
       return 0.2 * amax + margin;
-    case FormatId::kFp8E4M3: return std::fabs(x) * std::ldexp(1.0, -4) + fp8_scale * std::ldexp(1.0, -10);
-    case FormatId::kFp8E5M2: return std::fabs(x) * std::ldexp(1.0, -3) + fp8_scale * std::ldexp(1.0, -17);
-    case FormatId::kSlot: break;
+    case FormatId::kFp8E4M3:
+      return std::fabs(x) * std::ldexp(1.0, -4) + fp8_scale * std::ldexp(1.0, -10);
+    case FormatId::kFp8E5M2:
+      return std::fabs(x) * std::ldexp(1.0, -3) + fp8_scale * std::ldexp(1.0, -17);
+    case FormatId::kSlot:
+      break;
   }
   return 0;
 }
@@ -90,7 +106,8 @@ TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
   for (Distribution dist : {Distribution::kNormal, Distribution::kOutliers, Distribution::kPositive,
                             Distribution::kTiny}) {
     for (uint32_t seed = 1; seed <= 6; ++seed) {
-      const std::vector<float> row = random_row(c.head_dim, dist, seed * 977 + static_cast<uint32_t>(c.head_dim));
+      const std::vector<float> row =
+          random_row(c.head_dim, dist, seed * 977 + static_cast<uint32_t>(c.head_dim));
       float absmax = 0;
       for (float v : row) absmax = std::max(absmax, std::fabs(v));
       PackOptions opt{.group_size = c.group};
@@ -113,7 +130,8 @@ TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
             << " y=" << restored[i];
       }
       // Codes are exact on re-pack: packing the dequantized row reproduces the bytes.
-      // (iq4_nl re-runs a least-squares scale search, so only its values are checked for stability.)
+      // (iq4_nl re-runs a least-squares scale search, so only its values are checked for
+      // stability.)
       pack_row(f, restored, repacked, opt);
       if (f.id() != FormatId::kIq4Nl) {
         ASSERT_EQ(packed, repacked) << c.format << " d=" << c.head_dim << " seed " << seed;
@@ -129,18 +147,16 @@ TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllFormats, PackRoundTrip,
-    ::testing::Values(Case{"f32", 64, 32}, Case{"f16", 8, 32}, Case{"f16", 128, 32},
-                      Case{"bf16", 100, 32}, Case{"int8", 8, 32}, Case{"int8", 128, 32},
-                      Case{"int8", 256, 64}, Case{"int4", 8, 32}, Case{"int4", 64, 32},
-                      Case{"int4", 128, 32}, Case{"int4", 128, 128}, Case{"int4", 100, 32},
-                      Case{"int4", 3, 32}, Case{"int2", 8, 32}, Case{"int2", 64, 16},
-                      Case{"int2", 128, 32}, Case{"int2", 256, 32}, Case{"int2", 72, 32},
-                      Case{"q8_0", 64, 32}, Case{"q8_0", 128, 32}, Case{"q8_0", 256, 32},
-                      Case{"q4_0", 64, 32}, Case{"q4_0", 128, 32}, Case{"q4_1", 128, 32},
-                      Case{"q4_1", 256, 32}, Case{"q5_0", 128, 32}, Case{"q5_1", 128, 32},
-                      Case{"q5_1", 96, 32}, Case{"iq4_nl", 64, 32}, Case{"iq4_nl", 128, 32},
-                      Case{"fp8_e4m3", 8, 32}, Case{"fp8_e4m3", 128, 32}, Case{"fp8_e5m2", 128, 32},
-                      Case{"fp8_e5m2", 72, 32}),
+    ::testing::Values(
+        Case{"f32", 64, 32}, Case{"f16", 8, 32}, Case{"f16", 128, 32}, Case{"bf16", 100, 32},
+        Case{"int8", 8, 32}, Case{"int8", 128, 32}, Case{"int8", 256, 64}, Case{"int4", 8, 32},
+        Case{"int4", 64, 32}, Case{"int4", 128, 32}, Case{"int4", 128, 128}, Case{"int4", 100, 32},
+        Case{"int4", 3, 32}, Case{"int2", 8, 32}, Case{"int2", 64, 16}, Case{"int2", 128, 32},
+        Case{"int2", 256, 32}, Case{"int2", 72, 32}, Case{"q8_0", 64, 32}, Case{"q8_0", 128, 32},
+        Case{"q8_0", 256, 32}, Case{"q4_0", 64, 32}, Case{"q4_0", 128, 32}, Case{"q4_1", 128, 32},
+        Case{"q4_1", 256, 32}, Case{"q5_0", 128, 32}, Case{"q5_1", 128, 32}, Case{"q5_1", 96, 32},
+        Case{"iq4_nl", 64, 32}, Case{"iq4_nl", 128, 32}, Case{"fp8_e4m3", 8, 32},
+        Case{"fp8_e4m3", 128, 32}, Case{"fp8_e5m2", 128, 32}, Case{"fp8_e5m2", 72, 32}),
     [](const auto& info) {
       return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
              std::to_string(info.param.group);
@@ -164,7 +180,8 @@ TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {
 }
 
 TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
-  for (const char* name : {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"}) {
+  for (const char* name :
+       {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"}) {
     const Format f = Format::parse(name);
     for (float value : {0.0f, 2.5f, -1.0f}) {
       std::vector<float> row(64, value), back(64, std::nanf(""));
@@ -186,7 +203,8 @@ TEST(Pack, KiviPerChannelGroups) {
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (size_t t = 0; t < tokens; ++t) {
-    for (size_t c = 0; c < channels; ++c) k[t * stride + c] = normal(rng) * (1.0f + static_cast<float>(c % 7));
+    for (size_t c = 0; c < channels; ++c)
+      k[t * stride + c] = normal(rng) * (1.0f + static_cast<float>(c % 7));
   }
   for (const char* name : {"int4", "int2", "q4_0", "q8_0"}) {
     const Format f = Format::parse(name);
@@ -199,7 +217,8 @@ TEST(Pack, KiviPerChannelGroups) {
       for (size_t t = 0; t < tokens; ++t) column[t] = k[t * stride + c];
       std::vector<uint8_t> expected(row_bytes);
       pack_row(f, column, expected, {.group_size = tokens});
-      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), packed.begin() + c * row_bytes)) << name;
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), packed.begin() + c * row_bytes))
+          << name;
     }
     std::vector<float> back(tokens * stride, std::nanf(""));
     unpack_channels(f, packed, tokens, channels, back.data(), stride, {});

@@ -9,7 +9,9 @@ namespace {
 
 constexpr uint64_t kGiB = 1ull << 30;
 
-std::vector<KvPair> all(int n, const char* pair) { return std::vector<KvPair>(n, KvPair::parse(pair)); }
+std::vector<KvPair> all(int n, const char* pair) {
+  return std::vector<KvPair>(n, KvPair::parse(pair));
+}
 
 QuantSettings exact() {
   QuantSettings s;
@@ -24,10 +26,13 @@ TEST(MemoryEstimate, Llama8bF16IsFourGiBAt32K) {
   EXPECT_EQ(kv_cache_bytes(g, f16, exact(), 32768, 1), 4294967296ull);
   const int64_t contexts[] = {4096, 8192, 16384, 32768, 65536, 131072};
   const uint64_t expected[] = {kGiB / 2, kGiB, 2 * kGiB, 4 * kGiB, 8 * kGiB, 16 * kGiB};
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(kv_cache_bytes(g, f16, exact(), contexts[i], 1), expected[i]);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(kv_cache_bytes(g, f16, exact(), contexts[i], 1), expected[i]);
   EXPECT_EQ(kv_cache_bytes(g, f16, exact(), 32768, 4), 16 * kGiB);
-  EXPECT_EQ(kv_cache_bytes(KvGeometry::uniform("mha", 32, 32, 128), f16, exact(), 32768, 1), 16 * kGiB);
-  EXPECT_EQ(kv_cache_bytes(KvGeometry::uniform("mqa", 32, 1, 128), f16, exact(), 32768, 1), kGiB / 2);
+  EXPECT_EQ(kv_cache_bytes(KvGeometry::uniform("mha", 32, 32, 128), f16, exact(), 32768, 1),
+            16 * kGiB);
+  EXPECT_EQ(kv_cache_bytes(KvGeometry::uniform("mqa", 32, 1, 128), f16, exact(), 32768, 1),
+            kGiB / 2);
 }
 
 TEST(MemoryEstimate, BytesPerTokenOfLlama8b) {
@@ -42,7 +47,8 @@ TEST(MemoryEstimate, MiniMaxSlotLayoutIs3_23xSmallerThanBf16) {
   const KvGeometry g = KvGeometry::uniform("minimax", 62, 8, 128);
   std::vector<KvPair> plan = all(62, "slot:134");
   for (int l : {0, 1, 60, 61}) plan[l] = KvPair::parse("KV16");
-  const double ratio = kv_bytes_per_token(g, all(62, "KV16"), exact()) / kv_bytes_per_token(g, plan, exact());
+  const double ratio =
+      kv_bytes_per_token(g, all(62, "KV16"), exact()) / kv_bytes_per_token(g, plan, exact());
   EXPECT_NEAR(ratio, 31744.0 / 9820.0, 1e-12);
   EXPECT_NEAR(ratio, 3.23, 0.005);
 }

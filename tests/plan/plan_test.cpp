@@ -21,7 +21,8 @@ Plan small_plan() {
   p.model.fingerprint = "0123456789abcdef";
   p.model.num_attention_heads = 8;
   p.model.geometry = KvGeometry::uniform("tiny", 3, 2, 64);
-  for (int l = 0; l < 3; ++l) p.layers.push_back({l, l % 2, KvPair::parse(l == 1 ? "K8V4" : "q8_0/q4_0")});
+  for (int l = 0; l < 3; ++l)
+    p.layers.push_back({l, l % 2, KvPair::parse(l == 1 ? "K8V4" : "q8_0/q4_0")});
   return p;
 }
 
