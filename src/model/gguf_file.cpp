@@ -64,37 +64,56 @@ uint64_t scalar_size(GgufValueType t) {
   switch (t) {
     case GgufValueType::kUint8:
     case GgufValueType::kInt8:
-    case GgufValueType::kBool: return 1;
+    case GgufValueType::kBool:
+      return 1;
     case GgufValueType::kUint16:
-    case GgufValueType::kInt16: return 2;
+    case GgufValueType::kInt16:
+      return 2;
     case GgufValueType::kUint32:
     case GgufValueType::kInt32:
-    case GgufValueType::kFloat32: return 4;
+    case GgufValueType::kFloat32:
+      return 4;
     case GgufValueType::kUint64:
     case GgufValueType::kInt64:
-    case GgufValueType::kFloat64: return 8;
-    default: return 0;
+    case GgufValueType::kFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 double read_number(Cursor& in, GgufValueType t, std::string_view what) {
   switch (t) {
-    case GgufValueType::kUint8: return in.read<uint8_t>(what);
-    case GgufValueType::kInt8: return in.read<int8_t>(what);
-    case GgufValueType::kBool: return in.read<uint8_t>(what) != 0 ? 1.0 : 0.0;
-    case GgufValueType::kUint16: return in.read<uint16_t>(what);
-    case GgufValueType::kInt16: return in.read<int16_t>(what);
-    case GgufValueType::kUint32: return in.read<uint32_t>(what);
-    case GgufValueType::kInt32: return in.read<int32_t>(what);
-    case GgufValueType::kFloat32: return in.read<float>(what);
-    case GgufValueType::kUint64: return static_cast<double>(in.read<uint64_t>(what));
-    case GgufValueType::kInt64: return static_cast<double>(in.read<int64_t>(what));
-    case GgufValueType::kFloat64: return in.read<double>(what);
-    default: return 0;
+    case GgufValueType::kUint8:
+      return in.read<uint8_t>(what);
+    case GgufValueType::kInt8:
+      return in.read<int8_t>(what);
+    case GgufValueType::kBool:
+      return in.read<uint8_t>(what) != 0 ? 1.0 : 0.0;
+    case GgufValueType::kUint16:
+      return in.read<uint16_t>(what);
+    case GgufValueType::kInt16:
+      return in.read<int16_t>(what);
+    case GgufValueType::kUint32:
+      return in.read<uint32_t>(what);
+    case GgufValueType::kInt32:
+      return in.read<int32_t>(what);
+    case GgufValueType::kFloat32:
+      return in.read<float>(what);
+    case GgufValueType::kUint64:
+      return static_cast<double>(in.read<uint64_t>(what));
+    case GgufValueType::kInt64:
+      return static_cast<double>(in.read<int64_t>(what));
+    case GgufValueType::kFloat64:
+      return in.read<double>(what);
+    default:
+      return 0;
   }
 }
 
-bool known_value_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::kFloat64); }
+bool known_value_type(uint32_t t) {
+  return t <= static_cast<uint32_t>(GgufValueType::kFloat64);
+}
 
 GgufValue read_value(Cursor& in, uint32_t type, const std::string& key,
                      const std::filesystem::path& path) {
@@ -155,8 +174,9 @@ GgufFile::GgufFile(const std::filesystem::path& path, const GgufReadOptions& opt
   }
   const uint32_t magic = in.read<uint32_t>("magic");
   if (magic != kGgufMagic) {
-    fail(ErrorCode::kDataLoss, "{}: not a GGUF file: magic is 0x{:08x}, expected 0x{:08x} (\"GGUF\")",
-         name, magic, kGgufMagic);
+    fail(ErrorCode::kDataLoss,
+         "{}: not a GGUF file: magic is 0x{:08x}, expected 0x{:08x} (\"GGUF\")", name, magic,
+         kGgufMagic);
   }
   version_ = in.read<uint32_t>("version");
   if (version_ != 2 && version_ != 3) {
@@ -206,8 +226,8 @@ GgufFile::GgufFile(const std::filesystem::path& path, const GgufReadOptions& opt
     for (uint32_t d = 0; d < n_dims; ++d) {
       const uint64_t dim = in.read<uint64_t>("tensor dimension");
       if (dim == 0 || t.n_elements > std::numeric_limits<uint64_t>::max() / dim) {
-        fail(ErrorCode::kDataLoss, "{}: tensor '{}': dimension {} = {} is invalid", name, t.name,
-             d, dim);
+        fail(ErrorCode::kDataLoss, "{}: tensor '{}': dimension {} = {} is invalid", name, t.name, d,
+             dim);
       }
       t.n_elements *= dim;
       t.dims.push_back(dim);
@@ -220,8 +240,10 @@ GgufFile::GgufFile(const std::filesystem::path& path, const GgufReadOptions& opt
     }
     t.offset = in.read<uint64_t>("tensor offset");
     if (t.dims[0] % t.type->block_values != 0) {
-      fail(ErrorCode::kDataLoss, "{}: tensor '{}': row of {} values is not a multiple of the {} "
-           "block size {}", name, t.name, t.dims[0], t.type->name, t.type->block_values);
+      fail(ErrorCode::kDataLoss,
+           "{}: tensor '{}': row of {} values is not a multiple of the {} "
+           "block size {}",
+           name, t.name, t.dims[0], t.type->name, t.type->block_values);
     }
     t.n_bytes = t.n_elements / t.type->block_values * t.type->block_bytes;
     if (t.offset % alignment_ != 0) {
@@ -238,8 +260,8 @@ GgufFile::GgufFile(const std::filesystem::path& path, const GgufReadOptions& opt
     if (data_offset_ > file_.size() || t.offset > file_.size() - data_offset_ ||
         t.n_bytes > file_.size() - data_offset_ - t.offset) {
       fail(ErrorCode::kOutOfRange,
-           "{}: tensor '{}': data [{}, +{}) lies past the end of the file ({} bytes)", name,
-           t.name, data_offset_ + t.offset, t.n_bytes, file_.size());
+           "{}: tensor '{}': data [{}, +{}) lies past the end of the file ({} bytes)", name, t.name,
+           data_offset_ + t.offset, t.n_bytes, file_.size());
     }
   }
 }
@@ -284,7 +306,8 @@ std::optional<std::string> GgufFile::find_string(const std::string& key) const {
 
 const GgufValue& GgufFile::get_array(const std::string& key) const {
   const GgufValue* v = find(key);
-  if (v == nullptr) fail(ErrorCode::kNotFound, "{}: metadata '{}' is missing", path().string(), key);
+  if (v == nullptr)
+    fail(ErrorCode::kNotFound, "{}: metadata '{}' is missing", path().string(), key);
   if (!v->is_array()) {
     fail(ErrorCode::kInvalidArgument, "{}: metadata '{}' is not an array", path().string(), key);
   }

@@ -46,10 +46,10 @@ enum class GgufValueType : uint32_t {
 struct GgufValue {
   GgufValueType type = GgufValueType::kUint32;
   GgufValueType element_type = GgufValueType::kUint32;  // arrays only
-  double number = 0;                                     // every numeric and bool scalar
-  std::string text;                                      // strings
-  std::vector<std::string> strings;                      // arrays of strings
-  std::vector<double> numbers;                           // arrays of numbers/bools
+  double number = 0;                                    // every numeric and bool scalar
+  std::string text;                                     // strings
+  std::vector<std::string> strings;                     // arrays of strings
+  std::vector<double> numbers;                          // arrays of numbers/bools
 
   [[nodiscard]] bool is_array() const { return type == GgufValueType::kArray; }
   [[nodiscard]] bool is_numeric() const;

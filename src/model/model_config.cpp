@@ -16,8 +16,8 @@ int positive_int(const json& j, const char* field, const std::string& source) {
   const auto it = j.find(field);
   if (it == j.end()) fail(ErrorCode::kInvalidArgument, "{}: field '{}' is missing", source, field);
   if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > (1 << 30)) {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected a positive integer, got {}",
-         source, field, it->dump());
+    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected a positive integer, got {}", source,
+         field, it->dump());
   }
   return it->get<int>();
 }
@@ -35,9 +35,10 @@ void refuse_unsupported_attention(const json& j, const std::string& source) {
          source);
   }
   const std::string model_type = j.value("model_type", "");
-  static const char* kHybrid[] = {"jamba", "zamba", "zamba2", "mamba", "mamba2", "falcon_h1",
-                                  "qwen3_next", "recurrent_gemma", "nemotron_h", "granitemoehybrid",
-                                  "bamba", "lfm2", "plamo2", "minimax", "minimax_text_01"};
+  static const char* kHybrid[] = {
+      "jamba",     "zamba",      "zamba2",          "mamba",      "mamba2",
+      "falcon_h1", "qwen3_next", "recurrent_gemma", "nemotron_h", "granitemoehybrid",
+      "bamba",     "lfm2",       "plamo2",          "minimax",    "minimax_text_01"};
   for (const char* h : kHybrid) {
     if (model_type == h) {
       fail(ErrorCode::kUnimplemented,
@@ -64,8 +65,10 @@ std::vector<int64_t> hf_sliding_windows(const json& j, int n_layers, const std::
   const auto it = j.find("sliding_window");
   if (it == j.end() || it->is_null()) return windows;
   if (!it->is_number_integer() || it->get<int64_t>() <= 0) {
-    fail(ErrorCode::kInvalidArgument, "{}: field 'sliding_window': expected a positive integer or "
-         "null, got {}", source, it->dump());
+    fail(ErrorCode::kInvalidArgument,
+         "{}: field 'sliding_window': expected a positive integer or "
+         "null, got {}",
+         source, it->dump());
   }
   const int64_t window = it->get<int64_t>();
   if (j.contains("use_sliding_window") && !j.value("use_sliding_window", true)) return windows;
@@ -110,9 +113,8 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
     fail(ErrorCode::kInvalidArgument, "{}: expected a JSON object at the top level", source);
   }
   // Multimodal configs nest the language model under text_config.
-  const json& j = root.contains("text_config") && root["text_config"].is_object()
-                      ? root["text_config"]
-                      : root;
+  const json& j =
+      root.contains("text_config") && root["text_config"].is_object() ? root["text_config"] : root;
   refuse_unsupported_attention(j, source);
   ModelConfig c;
   c.source = source;
@@ -125,8 +127,10 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
     c.head_dim = positive_int(j, "head_dim", source);
   } else {
     if (c.hidden_size % c.n_heads != 0) {
-      fail(ErrorCode::kInvalidArgument, "{}: hidden_size {} is not divisible by "
-           "num_attention_heads {} and no head_dim is given", source, c.hidden_size, c.n_heads);
+      fail(ErrorCode::kInvalidArgument,
+           "{}: hidden_size {} is not divisible by "
+           "num_attention_heads {} and no head_dim is given",
+           source, c.hidden_size, c.n_heads);
     }
     c.head_dim = c.hidden_size / c.n_heads;
   }
@@ -135,13 +139,17 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
     c.n_kv_heads.assign(c.n_layers, c.n_heads);
   } else if (kv->is_array()) {
     if (static_cast<int>(kv->size()) != c.n_layers) {
-      fail(ErrorCode::kInvalidArgument, "{}: field 'num_key_value_heads' lists {} layers, "
-           "expected num_hidden_layers = {}", source, kv->size(), c.n_layers);
+      fail(ErrorCode::kInvalidArgument,
+           "{}: field 'num_key_value_heads' lists {} layers, "
+           "expected num_hidden_layers = {}",
+           source, kv->size(), c.n_layers);
     }
     for (const json& n : *kv) {
       if (!n.is_number_integer() || n.get<int>() <= 0) {
-        fail(ErrorCode::kInvalidArgument, "{}: field 'num_key_value_heads': expected positive "
-             "integers, got {}", source, n.dump());
+        fail(ErrorCode::kInvalidArgument,
+             "{}: field 'num_key_value_heads': expected positive "
+             "integers, got {}",
+             source, n.dump());
       }
       c.n_kv_heads.push_back(n.get<int>());
     }
@@ -150,8 +158,10 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
   }
   for (int n : c.n_kv_heads) {
     if (c.n_heads % n != 0) {
-      fail(ErrorCode::kInvalidArgument, "{}: num_attention_heads {} is not a multiple of "
-           "num_key_value_heads {}", source, c.n_heads, n);
+      fail(ErrorCode::kInvalidArgument,
+           "{}: num_attention_heads {} is not a multiple of "
+           "num_key_value_heads {}",
+           source, c.n_heads, n);
     }
   }
   c.sliding_window = hf_sliding_windows(j, c.n_layers, source);
@@ -202,26 +212,34 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   c.architecture = gguf.get_string("general.architecture");
   const std::string& a = c.architecture;
   if (gguf.has(a + ".attention.kv_lora_rank")) {
-    fail(ErrorCode::kUnimplemented, "{}: architecture '{}' uses multi-head latent attention; "
-         "kvplan does not support MLA models", c.source, a);
+    fail(ErrorCode::kUnimplemented,
+         "{}: architecture '{}' uses multi-head latent attention; "
+         "kvplan does not support MLA models",
+         c.source, a);
   }
   if (gguf.has(a + ".ssm.state_size") || gguf.has(a + ".ssm.conv_kernel")) {
-    fail(ErrorCode::kUnimplemented, "{}: architecture '{}' has recurrent (SSM) layers; kvplan "
-         "supports pure-attention models only", c.source, a);
+    fail(ErrorCode::kUnimplemented,
+         "{}: architecture '{}' has recurrent (SSM) layers; kvplan "
+         "supports pure-attention models only",
+         c.source, a);
   }
   c.name = gguf.find_string("general.name").value_or(gguf.path().stem().string());
   c.n_layers = static_cast<int>(gguf.get_uint(a + ".block_count"));
   c.n_heads = static_cast<int>(gguf.get_uint(a + ".attention.head_count"));
   c.hidden_size = static_cast<int>(gguf.get_uint(a + ".embedding_length"));
   if (c.n_layers <= 0 || c.n_heads <= 0 || c.hidden_size <= 0) {
-    fail(ErrorCode::kInvalidArgument, "{}: block_count, head_count and embedding_length must be "
-         "positive", c.source);
+    fail(ErrorCode::kInvalidArgument,
+         "{}: block_count, head_count and embedding_length must be "
+         "positive",
+         c.source);
   }
   c.head_dim = c.hidden_size / c.n_heads;
   if (auto k = gguf.find_number(a + ".attention.key_length")) c.head_dim = static_cast<int>(*k);
   if (auto v = gguf.find_number(a + ".attention.value_length"); v && *v != c.head_dim) {
-    fail(ErrorCode::kUnimplemented, "{}: key_length {} differs from value_length {}; kvplan needs "
-         "equal K and V head sizes", c.source, c.head_dim, *v);
+    fail(ErrorCode::kUnimplemented,
+         "{}: key_length {} differs from value_length {}; kvplan needs "
+         "equal K and V head sizes",
+         c.source, c.head_dim, *v);
   }
   const std::string kv_key = a + ".attention.head_count_kv";
   if (const GgufValue* kv = gguf.find(kv_key); kv != nullptr && kv->is_array()) {
@@ -235,8 +253,8 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   }
   for (int n : c.n_kv_heads) {
     if (n <= 0 || c.n_heads % n != 0) {
-      fail(ErrorCode::kInvalidArgument, "{}: '{}' = {} must divide head_count {}", c.source,
-           kv_key, n, c.n_heads);
+      fail(ErrorCode::kInvalidArgument, "{}: '{}' = {} must divide head_count {}", c.source, kv_key,
+           n, c.n_heads);
     }
   }
   c.sliding_window.assign(c.n_layers, 0);
@@ -253,7 +271,8 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   c.vocab_size = static_cast<int>(gguf.find_number(a + ".vocab_size").value_or(c.vocab_size));
   // llama.cpp's converter permutes Q/K weights of llama-family models so that "normal" RoPE
   // (adjacent pairs) is correct; qwen2 and others keep HF order and use NEOX (half split).
-  c.rope_layout = (a == "llama" || a == "mistral") ? RopeLayout::kAdjacentPairs : RopeLayout::kHalfSplit;
+  c.rope_layout =
+      (a == "llama" || a == "mistral") ? RopeLayout::kAdjacentPairs : RopeLayout::kHalfSplit;
   c.attention_bias = (a == "qwen2");
   if (auto scale = gguf.find_number(a + ".rope.scaling.factor"); scale && *scale > 0) {
     const std::string type = gguf.find_string(a + ".rope.scaling.type").value_or("linear");

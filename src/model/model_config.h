@@ -30,8 +30,8 @@ struct ModelConfig {
   std::string source;        // the file the config was read from
   int n_layers = 0;
   int n_heads = 0;
-  std::vector<int> n_kv_heads;        // per layer (GQA/MQA/MHA and per-layer counts)
-  int head_dim = 0;                   // per head, keys and values
+  std::vector<int> n_kv_heads;  // per layer (GQA/MQA/MHA and per-layer counts)
+  int head_dim = 0;             // per head, keys and values
   int hidden_size = 0;
   int ffn_size = 0;
   int vocab_size = 0;
