@@ -38,7 +38,8 @@ struct BpeMerge {
 
 class BpeTokenizer final : public VocabTokenizer {
  public:
-  // Throws Error(kInvalidArgument) naming `merges_key` and the index of a merge whose parts or
+  // Throws Error(kInvalidArgument) naming `merges_key` (e.g. "metadata 'tokenizer.ggml.merges'")
+  // and the index of a merge whose parts or
   // result are not vocabulary tokens. Earlier merges rank higher; a repeated merge keeps its
   // first rank.
   BpeTokenizer(Vocab vocab, const std::vector<BpeMerge>& merges, const BpeOptions& options,

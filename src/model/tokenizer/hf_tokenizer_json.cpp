@@ -273,7 +273,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf_json(const std::filesystem::path& 
     vocab.chat_template = config_chat_template(c, config);
   }
   vocab.add_bos = add_bos.value_or(post_processor_adds_bos(root, vocab));
-  return std::make_unique<BpeTokenizer>(std::move(vocab), merges, options, "model.merges");
+  return std::make_unique<BpeTokenizer>(std::move(vocab), merges, options, "field 'model.merges'");
 }
 
 }  // namespace kvplan

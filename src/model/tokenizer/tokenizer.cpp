@@ -175,7 +175,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
     BpeOptions options;
     options.pre_patterns = std::move(*patterns);
     options.ignore_merges = pre == "llama3" || pre == "llama-bpe";
-    return std::make_unique<BpeTokenizer>(std::move(vocab), read_merges(gguf), options, kMergesKey);
+    return std::make_unique<BpeTokenizer>(std::move(vocab), read_merges(gguf), options,
+                                          "metadata 'tokenizer.ggml.merges'");
   }
   fail(ErrorCode::kUnimplemented,
        "{}: metadata '{}' = '{}' is not a tokenizer kvplan supports (expected 'llama' or 'gpt2')",
