@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include <random>
 
 #include "core/error.h"
 #include "model/gguf_file.h"
+#include "model/tokenizer/byte_unicode.h"
+#include "model/tokenizer/utf8.h"
 #include "test_paths.h"
 
 namespace kvplan {
@@ -31,6 +36,68 @@ std::vector<std::string> pieces(const Tokenizer& tok, const std::vector<int32_t>
   std::vector<std::string> out;
   for (int32_t id : ids) out.push_back(vocab.text(id));
   return out;
+}
+
+// Naive byte-level BPE over one pre-tokenized piece: re-scan all adjacent pairs after every merge
+// and apply the lowest-ranked one (leftmost on ties). O(n^2), independent of the priority queue.
+std::vector<int32_t> naive_bpe_piece(
+    const Vocab& vocab, const std::map<std::pair<std::string, std::string>, size_t>& ranks,
+    std::string_view piece) {
+  const std::string mapped = bytes_to_unicode_text(piece);
+  std::vector<std::string> symbols;
+  for (size_t i = 0; i < mapped.size();) {
+    const size_t n = utf8_char_length(mapped, i);
+    symbols.push_back(mapped.substr(i, n));
+    i += n;
+  }
+  for (;;) {
+    size_t best = symbols.size();
+    size_t best_rank = 0;
+    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
+      const auto it = ranks.find({symbols[i], symbols[i + 1]});
+      if (it != ranks.end() && (best == symbols.size() || it->second < best_rank)) {
+        best = i;
+        best_rank = it->second;
+      }
+    }
+    if (best == symbols.size()) break;
+    symbols[best] += symbols[best + 1];
+    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  std::vector<int32_t> ids;
+  for (const std::string& s : symbols) ids.push_back(vocab.find(s).value_or(-1));
+  return ids;
+}
+
+TEST(BpeTokenizer, SmolLM2MatchesNaiveMergeOrder) {
+  SKIP_WITHOUT_SMOLLM2();
+  const GgufFile gguf(test::smollm2_path(), {.metadata_only = true});
+  std::map<std::pair<std::string, std::string>, size_t> ranks;
+  const std::vector<std::string>& merges = gguf.get_array("tokenizer.ggml.merges").strings;
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const size_t space = merges[i].find(' ');
+    ranks.try_emplace({merges[i].substr(0, space), merges[i].substr(space + 1)}, i);
+  }
+  const Tokenizer& tok = smollm2();
+  const Vocab& vocab = dynamic_cast<const VocabTokenizer&>(tok).vocab();
+  const PreTokenizer pre(*pretokenizer_patterns("smollm"));
+  // Random words from a mixed alphabet: long runs of repeated letters stress the merge order.
+  const std::vector<std::string> alphabet = {"a",  "e",  "n",  "t",  "s",  "th", "in",
+                                             "er", "ll", " ",  "\n", "  ", "0",  "9",
+                                             "é",  "ß",  "的", "я",  "(",  "'s"};
+  std::mt19937 rng(2024);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string text;
+    const size_t n = 1 + rng() % 30;
+    for (size_t i = 0; i < n; ++i) text += alphabet[rng() % alphabet.size()];
+    std::vector<int32_t> expected;
+    for (std::string_view piece : pre.split(text)) {
+      for (int32_t id : naive_bpe_piece(vocab, ranks, piece)) expected.push_back(id);
+    }
+    const std::vector<int32_t> ids = tok.encode(text);
+    EXPECT_EQ(ids, expected) << text;
+    EXPECT_EQ(tok.decode(ids), text);
+  }
 }
 
 TEST(BpeTokenizer, SmolLM2Metadata) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "core/error.h"
@@ -124,6 +125,22 @@ TEST(SpmTokenizer, Stories260KRoundTripsVariedText) {
     const std::vector<int32_t> ids = tok->encode(text);
     EXPECT_EQ(tok->decode(ids), text) << text;
     EXPECT_EQ(ids, naive_spm(*tok, vocab, text)) << text;
+  }
+}
+
+TEST(SpmTokenizer, Stories260KRandomBytesRoundTrip) {
+  SKIP_WITHOUT_STORIES();
+  const auto tok = load_stories();
+  const Vocab& vocab = dynamic_cast<const VocabTokenizer&>(*tok).vocab();
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string text(1 + rng() % 40, '\0');
+    // Half the characters from a small alphabet (so merges happen), half arbitrary bytes.
+    for (char& ch : text)
+      ch = (rng() & 1) ? " etaonh."[rng() % 8] : static_cast<char>(rng() & 0xFF);
+    const std::vector<int32_t> ids = tok->encode(text);
+    EXPECT_EQ(tok->decode(ids), text);
+    EXPECT_EQ(ids, naive_spm(*tok, vocab, text));
   }
 }
 
