@@ -177,8 +177,8 @@ std::string SpmTokenizer::decode(const std::vector<int32_t>& ids) const {
   bool strip_space = options_.add_space_prefix;
   for (size_t i = first_decoded_index(ids); i < ids.size(); ++i) {
     std::string piece = token_text(ids[i]);
-    // Control tokens are written as their text; they do not end the leading-space window, since
-    // encode() adds the space after them too.
+    // Control tokens are written as their text (callers drop stop ids themselves); the space
+    // encode() prefixed is dropped from the first text piece even when control tokens lead.
     if (vocab().type(ids[i]) == TokenType::kControl) {
       out += piece;
       continue;

@@ -9,8 +9,11 @@
 //      priority queue of candidate pairs: O(n log n) for n characters;
 //   4. emit each final symbol's id; a symbol that is not a token (an unseen character) falls back
 //      to its bytes as <0xXX> byte tokens, or <unk> when the vocabulary has no byte tokens.
-// Decoding maps "▁" back to a space, byte tokens to their byte, skips a leading BOS and drops the
-// one space that step 2 added at the start.
+// Decoding maps "▁" back to a space and byte tokens to their byte, skips a leading BOS (when the
+// metadata has encode() add one), writes other control tokens as their text, and drops the one
+// space that step 2 added at the start (as llama.cpp's detokenizer does). Spaces that step 2 added
+// after special tokens in the middle of the text are kept, so with parse_special such text does
+// not round-trip exactly.
 //
 //   kvplan::SpmTokenizer tok(std::move(vocab), {.add_space_prefix = true});
 #pragma once
