@@ -10,6 +10,11 @@
 
 #include "kernels/kvplan_hd.h"
 
+#if defined(__F16C__) && !defined(__HIPCC__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#define KVPLAN_HAVE_F16C 1
+#endif
+
 namespace kvplan {
 
 KVPLAN_HD inline uint32_t f32_bits(float x) {
@@ -29,7 +34,8 @@ KVPLAN_HD inline float pow2f(int k) {
   return f32_from_bits(static_cast<uint32_t>(k + 127) << 23);
 }
 
-KVPLAN_HD inline float f16_to_f32(uint16_t h) {
+// Portable conversions (device code, and the reference the F16C path is tested against).
+KVPLAN_HD inline float f16_to_f32_soft(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t man = h & 0x3ffu;
@@ -42,7 +48,7 @@ KVPLAN_HD inline float f16_to_f32(uint16_t h) {
   return f32_from_bits(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
-KVPLAN_HD inline uint16_t f32_to_f16(float x) {
+KVPLAN_HD inline uint16_t f32_to_f16_soft(float x) {
   const uint32_t u = f32_bits(x);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
@@ -61,6 +67,23 @@ KVPLAN_HD inline uint16_t f32_to_f16(float x) {
   const uint32_t rebased = a - (112u << 23);
   const uint32_t rounded = rebased + 0xfffu + ((rebased >> 13) & 1u);
   return static_cast<uint16_t>(sign | (rounded >> 13));
+}
+
+// F16C hardware conversion where the host has it: it rounds to nearest even exactly as the soft
+// code (tested bit for bit); only NaN payloads differ, so NaN takes the soft path.
+KVPLAN_HD inline float f16_to_f32(uint16_t h) {
+#if defined(KVPLAN_HAVE_F16C)
+  return _cvtsh_ss(h);
+#else
+  return f16_to_f32_soft(h);
+#endif
+}
+
+KVPLAN_HD inline uint16_t f32_to_f16(float x) {
+#if defined(KVPLAN_HAVE_F16C)
+  if (x == x) return static_cast<uint16_t>(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
+#endif
+  return f32_to_f16_soft(x);
 }
 
 KVPLAN_HD inline float bf16_to_f32(uint16_t h) {

@@ -20,6 +20,13 @@
 
 namespace kvplan {
 
+#if !defined(__HIPCC__) && !defined(__CUDACC__)
+// Packed words are stored with memcpy of their low bytes, which is little-endian order only on
+// little-endian machines (x86-64, ARM64 Linux, every GPU kvplan targets).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "kvplan's byte formats assume little-endian");
+#endif
+
 KVPLAN_HD inline uint16_t load_u16_le(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));
 }
@@ -59,16 +66,6 @@ KVPLAN_HD inline float absmax(const float* x, int n) {
   return m;
 }
 
-// The value of largest magnitude, keeping its sign; the first one wins ties (ggml's rule).
-KVPLAN_HD inline float signed_absmax(const float* x, int n) {
-  const float amax = absmax(x, n);
-  if (amax == 0.0f) return 0.0f;
-  for (int j = 0; j < n; ++j) {
-    if (std::fabs(x[j]) == amax) return x[j];
-  }
-  return 0.0f;  // only reachable with NaN input
-}
-
 // The first element equal to `value`: recovers the sign a sequential scan would keep when the
 // extreme is +-0 (ggml's `if (v < min) min = v` keeps the first zero it meets).
 KVPLAN_HD inline float first_equal(const float* x, int n, float value) {
@@ -87,6 +84,21 @@ KVPLAN_HD inline void minmax(const float* x, int n, float* out_min, float* out_m
   }
   *out_min = lo == 0.0f ? first_equal(x, n, lo) : lo;
   *out_max = hi == 0.0f ? first_equal(x, n, hi) : hi;
+}
+
+// The value of largest magnitude, keeping its sign; the first one wins ties (ggml's rule). The
+// vectorised min and max decide it unless +a and -a both occur, when a scan finds the first.
+KVPLAN_HD inline float signed_absmax(const float* x, int n) {
+  float lo, hi;
+  minmax(x, n, &lo, &hi);
+  if (hi > -lo) return hi;
+  if (-lo > hi) return lo;
+  if (hi == 0.0f) return 0.0f;  // all zeros: ggml keeps max = 0
+  const float amax = hi;
+  for (int j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) == amax) return x[j];
+  }
+  return 0.0f;  // only reachable with NaN input
 }
 
 // C's roundf (halves away from zero) to int for |v| < 2^31, written so that it vectorises:
@@ -307,6 +319,24 @@ KVPLAN_HD inline uint32_t int_code(float x, float zero, float inv) {
       static_cast<int>(fminf_hd(fmaxf_hd(q, 0.0f), static_cast<float>((1 << kBits) - 1))));
 }
 
+// Packs eight codes held one per byte of a little-endian u64 (each < 2^kBits) into the low kBits
+// bytes, first code in the lowest bits — the int formats' bit order.
+template <int kBits>
+KVPLAN_HD inline uint64_t pack_codes_u64(uint64_t w) {
+  if constexpr (kBits == 8) {
+    return w;
+  } else if constexpr (kBits == 4) {
+    w = (w | (w >> 4)) & 0x00FF00FF00FF00FFull;
+    w = (w | (w >> 8)) & 0x0000FFFF0000FFFFull;
+    return (w | (w >> 16)) & 0xFFFFFFFFull;
+  } else {
+    static_assert(kBits == 2);
+    w = (w | (w >> 6)) & 0x000F000F000F000Full;
+    w = (w | (w >> 12)) & 0x000000FF000000FFull;
+    return (w | (w >> 24)) & 0xFFFFull;
+  }
+}
+
 template <int kBits>
 KVPLAN_HD inline void quantize_group_int(const float* x, int n, uint8_t* out) {
   constexpr int kMaxCode = (1 << kBits) - 1;
@@ -332,10 +362,19 @@ KVPLAN_HD inline void quantize_group_int(const float* x, int n, uint8_t* out) {
       chunk[i] = static_cast<uint8_t>(int_code<kBits>(x[base + i], zero, inv));
     for (int i = len; i % kPerByte != 0; ++i) chunk[i] = 0;  // pad the last partial byte
     const int n_bytes = (len + kPerByte - 1) / kPerByte;
-    for (int b = 0; b < n_bytes; ++b) {
+    int b = 0;
+    // Eight codes at a time: fold the bytes of a little-endian u64 into kBits-wide fields.
+    for (; (b + kBits) * kPerByte <= len; b += kBits) {
+      uint64_t w;
+      std::memcpy(&w, chunk + b * kPerByte, sizeof w);
+      w = pack_codes_u64<kBits>(w);
+      std::memcpy(codes + base / kPerByte + b, &w, kBits);  // little-endian: low bytes first
+    }
+    for (; b < n_bytes; ++b) {
       uint32_t byte = 0;
-      for (int k = 0; k < kPerByte; ++k)
+      for (int k = 0; k < kPerByte; ++k) {
         byte |= static_cast<uint32_t>(chunk[b * kPerByte + k]) << (k * kBits);
+      }
       codes[base / kPerByte + b] = static_cast<uint8_t>(byte);
     }
   }
