@@ -1,5 +1,7 @@
 #include "model/attention.h"
 
+#include "model/transformer.h"
+
 #include <cmath>
 #include <limits>
 
@@ -19,7 +21,12 @@ void attend_chunk(const float* q, size_t q_stride, size_t n, size_t pos0, const 
   const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   const float neg_inf = -std::numeric_limits<float>::infinity();
 
-#pragma omp parallel for schedule(static)
+  // Threads only pay off above a few hundred thousand multiply-adds (tiny models, short decodes).
+  const bool parallel = static_cast<double>(T) * static_cast<double>(n_keys) *
+                            static_cast<double>(hd) * shape.n_heads >
+                        1e6;
+  const SerialEigenScope serial;  // parallel over heads, or too small to split
+#pragma omp parallel for schedule(static) if (parallel)
   for (int h = 0; h < shape.n_heads; ++h) {
     const int g = h / group;
     StridedConst qh(q + static_cast<size_t>(h) * hd, T, hd,

@@ -190,7 +190,7 @@ void dequantize_tensor(GgmlType type, std::span<const std::byte> bytes, size_t n
   }
   const size_t n_blocks = n_values / codec.values;
   check_length(bytes, n_blocks * codec.bytes, what, type, n_values);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n_blocks > 1024)
   for (size_t b = 0; b < n_blocks; ++b) codec.fn(src + b * codec.bytes, out + b * codec.values);
 }
 

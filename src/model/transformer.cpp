@@ -41,21 +41,32 @@ int compute_threads() {
   return Eigen::nbThreads();
 }
 
+SerialEigenScope::SerialEigenScope() : saved_(Eigen::nbThreads()) {
+  Eigen::setNbThreads(1);
+}
+SerialEigenScope::~SerialEigenScope() {
+  Eigen::setNbThreads(saved_);
+}
+
 void matmul_transposed(const RowMatrix& x, const RowMatrix& w, RowMatrix& y) {
   y.resize(x.rows(), w.rows());
   if (x.rows() >= 4) {
-    y.noalias() = x * w.transpose();
+    const double work = static_cast<double>(x.rows()) * static_cast<double>(w.size());
+    if (work < 1.6e7) {
+      const SerialEigenScope serial;
+      y.noalias() = x * w.transpose();
+    } else {
+      y.noalias() = x * w.transpose();
+    }
     return;
   }
-  // Eigen runs matrix-vector products on one thread: split W's rows over the threads instead.
+  // Matrix-vector products stream W once: one contiguous dot product per output, split over
+  // the threads (Eigen would run them on one thread).
   const Eigen::Index out = w.rows();
-  const Eigen::Index tile = 256;
-  const Eigen::Index n_tiles = (out + tile - 1) / tile;
-#pragma omp parallel for schedule(static)
-  for (Eigen::Index b = 0; b < n_tiles; ++b) {
-    const Eigen::Index begin = b * tile;
-    const Eigen::Index len = std::min(tile, out - begin);
-    y.middleCols(begin, len).noalias() = x * w.middleRows(begin, len).transpose();
+  const Eigen::Index rows = x.rows();
+#pragma omp parallel for schedule(static) if (out * w.cols() > (1 << 17))
+  for (Eigen::Index o = 0; o < out; ++o) {
+    for (Eigen::Index r = 0; r < rows; ++r) y(r, o) = w.row(o).dot(x.row(r));
   }
 }
 
@@ -156,7 +167,7 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     matmul_transposed(h, L.w_gate_up, gate_up);  // [T, 2 ffn]: SwiGLU = silu(gate) * up
     const Eigen::Index ffn = L.w_down.cols();
     act.resize(T, ffn);
-#pragma omp parallel for schedule(static) if (T > 1)
+#pragma omp parallel for schedule(static) if (T * ffn > (1 << 15))
     for (Eigen::Index t = 0; t < T; ++t) {
       const float* g = gate_up.row(t).data();
       const float* u = g + ffn;

@@ -66,6 +66,19 @@ class Transformer {
   std::vector<float> rope_factors_;
 };
 
+// Runs Eigen's products on one thread while alive (small products lose more to thread start-up
+// and barriers than they gain).
+class SerialEigenScope {
+ public:
+  SerialEigenScope();
+  ~SerialEigenScope();
+  SerialEigenScope(const SerialEigenScope&) = delete;
+  SerialEigenScope& operator=(const SerialEigenScope&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Y = X * W^T for X [T, in], W [out, in]; single-row products are split over threads by rows of W.
 void matmul_transposed(const RowMatrix& x, const RowMatrix& w, RowMatrix& y);
 
