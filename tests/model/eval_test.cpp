@@ -30,6 +30,8 @@ Loaded load(const std::filesystem::path& model) {
   return l;
 }
 
+std::filesystem::path sample_text() { return test::data_dir() / "tinystories-valid-sample.txt"; }
+
 EvalResult eval_pair(const Loaded& l, const char* pair, int chunks, int ctx = 256) {
   EvalOptions o;
   o.n_ctx = ctx;
@@ -41,6 +43,7 @@ EvalResult eval_pair(const Loaded& l, const char* pair, int chunks, int ctx = 25
 TEST(Eval, Stories260KPerplexityMatchesLlamaCpp) {
   const auto model = test::models_dir() / "stories260K.gguf";
   if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " absent";
+  if (!std::filesystem::exists(sample_text())) GTEST_SKIP() << sample_text() << " absent";
   const Loaded l = load(model);
   EvalOptions o;  // exact KV, n_ctx 256
   const EvalResult r =
@@ -54,6 +57,7 @@ TEST(Eval, Stories260KPerplexityMatchesLlamaCpp) {
 TEST(Eval, Stories260KKlOrdering) {
   const auto model = test::models_dir() / "stories260K.gguf";
   if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " absent";
+  if (!std::filesystem::exists(sample_text())) GTEST_SKIP() << sample_text() << " absent";
   const Loaded l = load(model);
   const EvalResult kv8 = eval_pair(l, "KV8", 12), kv4 = eval_pair(l, "KV4", 12),
                    kv2 = eval_pair(l, "KV2", 12);
@@ -74,6 +78,7 @@ TEST(Eval, SmolLM2KlOrderingWhenPresent) {
   const auto model = test::smollm2_path();
   if (!std::filesystem::exists(model))
     GTEST_SKIP() << model << " absent: run scripts/fetch-smollm2.sh";
+  if (!std::filesystem::exists(sample_text())) GTEST_SKIP() << sample_text() << " absent";
   const Loaded l = load(model);
   const EvalResult kv8 = eval_pair(l, "KV8", 1, 128), kv4 = eval_pair(l, "KV4", 1, 128),
                    kv2 = eval_pair(l, "KV2", 1, 128);
