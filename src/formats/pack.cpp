@@ -41,23 +41,44 @@ void unpack_int_row(const uint8_t* in, size_t n, size_t group, float* y) {
   }
 }
 
-// ggml block formats: the block function is a template argument, so it inlines into the row loop
-// (an indirect call per 32 values costs more than the quantization itself).
-template <void (*kQuantizeBlock)(const float*, uint8_t*), size_t kBlockBytes>
-void pack_ggml_rows(const float* x, size_t n_rows, size_t n, size_t row_bytes, uint8_t* dst) {
-  for (size_t r = 0; r < n_rows; ++r) {
-    for (size_t b = 0; b < n / kGgmlBlock; ++b) {
-      kQuantizeBlock(x + r * n + b * kGgmlBlock, dst + r * row_bytes + b * kBlockBytes);
-    }
+using BlockQuantizer = void (*)(const float*, uint8_t*);
+using BlockDequantizer = void (*)(const uint8_t*, float*);
+
+BlockQuantizer ggml_quantizer(FormatId id) {
+  switch (id) {
+    case FormatId::kQ8_0:
+      return quantize_block_q8_0;
+    case FormatId::kQ4_0:
+      return quantize_block_q4_0;
+    case FormatId::kQ4_1:
+      return quantize_block_q4_1;
+    case FormatId::kQ5_0:
+      return quantize_block_q5_0;
+    case FormatId::kQ5_1:
+      return quantize_block_q5_1;
+    case FormatId::kIq4Nl:
+      return quantize_block_iq4_nl;
+    default:
+      fail(ErrorCode::kInternal, "not a ggml block format: {}", static_cast<int>(id));
   }
 }
 
-template <void (*kDequantizeBlock)(const uint8_t*, float*), size_t kBlockBytes>
-void unpack_ggml_rows(const uint8_t* src, size_t n_rows, size_t n, size_t row_bytes, float* y) {
-  for (size_t r = 0; r < n_rows; ++r) {
-    for (size_t b = 0; b < n / kGgmlBlock; ++b) {
-      kDequantizeBlock(src + r * row_bytes + b * kBlockBytes, y + r * n + b * kGgmlBlock);
-    }
+BlockDequantizer ggml_dequantizer(FormatId id) {
+  switch (id) {
+    case FormatId::kQ8_0:
+      return dequantize_block_q8_0;
+    case FormatId::kQ4_0:
+      return dequantize_block_q4_0;
+    case FormatId::kQ4_1:
+      return dequantize_block_q4_1;
+    case FormatId::kQ5_0:
+      return dequantize_block_q5_0;
+    case FormatId::kQ5_1:
+      return dequantize_block_q5_1;
+    case FormatId::kIq4Nl:
+      return dequantize_block_iq4_nl;
+    default:
+      fail(ErrorCode::kInternal, "not a ggml block format: {}", static_cast<int>(id));
   }
 }
 
@@ -104,18 +125,18 @@ void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n,
     case FormatId::kInt2:
       return each_row([&](const float* in, uint8_t* out) { pack_int_row<2>(in, n, group, out); });
     case FormatId::kQ8_0:
-      return pack_ggml_rows<quantize_block_q8_0, sizeof(BlockQ8_0)>(x, n_rows, n, row_bytes, dst);
     case FormatId::kQ4_0:
-      return pack_ggml_rows<quantize_block_q4_0, sizeof(BlockQ4_0)>(x, n_rows, n, row_bytes, dst);
     case FormatId::kQ4_1:
-      return pack_ggml_rows<quantize_block_q4_1, sizeof(BlockQ4_1)>(x, n_rows, n, row_bytes, dst);
     case FormatId::kQ5_0:
-      return pack_ggml_rows<quantize_block_q5_0, sizeof(BlockQ5_0)>(x, n_rows, n, row_bytes, dst);
     case FormatId::kQ5_1:
-      return pack_ggml_rows<quantize_block_q5_1, sizeof(BlockQ5_1)>(x, n_rows, n, row_bytes, dst);
-    case FormatId::kIq4Nl:
-      return pack_ggml_rows<quantize_block_iq4_nl, sizeof(BlockIq4Nl)>(x, n_rows, n, row_bytes,
-                                                                       dst);
+    case FormatId::kIq4Nl: {
+      const BlockQuantizer quantize = ggml_quantizer(format.id());
+      const size_t block_bytes = static_cast<size_t>(format.info().block_bytes);
+      return each_row([&](const float* in, uint8_t* out) {
+        for (size_t b = 0; b < n / kGgmlBlock; ++b)
+          quantize(in + b * kGgmlBlock, out + b * block_bytes);
+      });
+    }
     case FormatId::kFp8E4M3:
       return each_row([&](const float* in, uint8_t* out) {
         for (size_t i = 0; i < n; ++i) out[i] = f32_to_fp8_e4m3(in[i] / scale);
@@ -156,23 +177,18 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t n_rows, siz
     case FormatId::kInt2:
       return each_row([&](const uint8_t* in, float* out) { unpack_int_row<2>(in, n, group, out); });
     case FormatId::kQ8_0:
-      return unpack_ggml_rows<dequantize_block_q8_0, sizeof(BlockQ8_0)>(src, n_rows, n, row_bytes,
-                                                                        y);
     case FormatId::kQ4_0:
-      return unpack_ggml_rows<dequantize_block_q4_0, sizeof(BlockQ4_0)>(src, n_rows, n, row_bytes,
-                                                                        y);
     case FormatId::kQ4_1:
-      return unpack_ggml_rows<dequantize_block_q4_1, sizeof(BlockQ4_1)>(src, n_rows, n, row_bytes,
-                                                                        y);
     case FormatId::kQ5_0:
-      return unpack_ggml_rows<dequantize_block_q5_0, sizeof(BlockQ5_0)>(src, n_rows, n, row_bytes,
-                                                                        y);
     case FormatId::kQ5_1:
-      return unpack_ggml_rows<dequantize_block_q5_1, sizeof(BlockQ5_1)>(src, n_rows, n, row_bytes,
-                                                                        y);
-    case FormatId::kIq4Nl:
-      return unpack_ggml_rows<dequantize_block_iq4_nl, sizeof(BlockIq4Nl)>(src, n_rows, n,
-                                                                           row_bytes, y);
+    case FormatId::kIq4Nl: {
+      const BlockDequantizer dequantize = ggml_dequantizer(format.id());
+      const size_t block_bytes = static_cast<size_t>(format.info().block_bytes);
+      return each_row([&](const uint8_t* in, float* out) {
+        for (size_t b = 0; b < n / kGgmlBlock; ++b)
+          dequantize(in + b * block_bytes, out + b * kGgmlBlock);
+      });
+    }
     case FormatId::kFp8E4M3:
       return each_row([&](const uint8_t* in, float* out) {
         for (size_t i = 0; i < n; ++i) out[i] = fp8_e4m3_to_f32(in[i]) * scale;
