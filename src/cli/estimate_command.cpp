@@ -43,15 +43,6 @@ struct Candidate {
   std::vector<KvPair> pairs;  // one per layer
 };
 
-KvGeometry geometry_of(const ModelConfig& c) {
-  KvGeometry g;
-  g.model_name = c.name;
-  for (int l = 0; l < c.n_layers; ++l) {
-    g.layers.push_back({c.n_kv_heads[l], c.head_dim, c.sliding_window[l]});
-  }
-  return g;
-}
-
 bool fits_model(const KvGeometry& g, const KvPair& pair, const QuantSettings& s) {
   try {
     for (int l = 0; l < g.n_layers(); ++l) (void)layer_bytes_per_token(g.layers[l], pair, s, l);
@@ -65,7 +56,7 @@ void run_estimate(const EstimateOptions& o) {
   std::optional<Plan> plan;
   if (!o.plan_path.empty()) plan = read_plan(o.plan_path);
   ModelConfig config = load_model_config(o.model, config_dir() / "models");
-  const KvGeometry geometry = geometry_of(config);
+  const KvGeometry geometry = kv_geometry(config);
   if (plan) check_plan_matches(*plan, geometry, config.source);
 
   QuantSettings settings = plan ? plan->quantization : QuantSettings{};

@@ -32,16 +32,6 @@ struct EvalCommandOptions {
   bool json = false;
 };
 
-KvGeometry geometry_of(const ModelConfig& c) {
-  KvGeometry g;
-  g.model_name = c.name;
-  for (int l = 0; l < c.n_layers; ++l) {
-    g.layers.push_back({c.n_kv_heads[static_cast<size_t>(l)], c.head_dim,
-                        c.sliding_window[static_cast<size_t>(l)]});
-  }
-  return g;
-}
-
 // Prompts: one per line; a line starting with '{' is JSON with a "text" or "prompt" field.
 std::vector<std::string> read_prompts(const std::string& path) {
   const std::string text = read_text_file(path);
@@ -84,7 +74,7 @@ KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config
   std::vector<KvPair> pairs;
   if (!o.plan_path.empty()) {
     const Plan plan = read_plan(o.plan_path);
-    check_plan_matches(plan, geometry_of(config), config.source);
+    check_plan_matches(plan, kv_geometry(config), config.source);
     settings = plan.quantization;
     pairs = plan.pairs();
     described["plan"] = o.plan_path;

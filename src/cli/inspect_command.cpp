@@ -39,12 +39,7 @@ void run_inspect(const InspectOptions& o) {
     params += n;
     bytes += t.bytes;
   }
-  KvGeometry g;
-  g.model_name = c.name;
-  for (int l = 0; l < c.n_layers; ++l) {
-    g.layers.push_back({c.n_kv_heads[static_cast<size_t>(l)], c.head_dim,
-                        c.sliding_window[static_cast<size_t>(l)]});
-  }
+  const KvGeometry g = kv_geometry(c);
   QuantSettings settings;
   settings.block_size = 1;
   nlohmann::json kv = nlohmann::json::array();

@@ -284,6 +284,15 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   return c;
 }
 
+KvGeometry kv_geometry(const ModelConfig& config) {
+  KvGeometry g;
+  g.model_name = config.name;
+  for (size_t l = 0; l < static_cast<size_t>(config.n_layers); ++l) {
+    g.layers.push_back({config.n_kv_heads[l], config.head_dim, config.sliding_window[l]});
+  }
+  return g;
+}
+
 ModelConfig load_model_config(const std::string& spec, const std::filesystem::path& presets_dir) {
   const std::filesystem::path path(spec);
   std::error_code ec;

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "plan/kv_geometry.h"
+
 namespace kvplan {
 
 class GgufFile;
@@ -55,6 +57,9 @@ struct ModelConfig {
 ModelConfig load_hf_config(const std::filesystem::path& path);
 ModelConfig hf_config_from_json(const nlohmann::json& j, const std::string& source);
 ModelConfig gguf_model_config(const GgufFile& gguf);
+
+// The KV-cache shape the estimator, plans and the runtime work with.
+KvGeometry kv_geometry(const ModelConfig& config);
 
 // `spec` is a config.json, a directory holding one, a .gguf file (only its header is read) or the
 // name of a preset in `presets_dir` (e.g. "llama-3.1-8b").
