@@ -10,6 +10,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/kv_flags.h"
 #include "core/error.h"
 #include "formats/kv_pair.h"
 #include "model/model_config.h"
@@ -23,13 +24,7 @@ struct EstimateOptions {
   std::string model;
   std::vector<std::string> contexts = {"4K", "32K", "128K"};
   int64_t sequences = 1;
-  std::vector<std::string> kv;
-  std::string k_format, v_format;
-  std::string plan_path;
-  std::string mode;
-  int64_t group_size = 0;
-  int64_t residual_length = 0;
-  int64_t block_size = 0;
+  KvFlags kv;
   std::string gpu_memory, weights_bytes;
   bool json = false;
 };
@@ -37,11 +32,6 @@ struct EstimateOptions {
 // What the table compares when the user names no format.
 const char* kDefaultPairs[] = {"KV16",      "q8_0/q8_0", "KV8",  "K8V4",
                                "q4_0/q4_0", "KV4",       "K4V2", "KV2"};
-
-struct Candidate {
-  std::string label;
-  std::vector<KvPair> pairs;  // one per layer
-};
 
 bool fits_model(const KvGeometry& g, const KvPair& pair, const QuantSettings& s) {
   try {
@@ -53,23 +43,12 @@ bool fits_model(const KvGeometry& g, const KvPair& pair, const QuantSettings& s)
 }
 
 void run_estimate(const EstimateOptions& o) {
-  std::optional<Plan> plan;
-  if (!o.plan_path.empty()) plan = read_plan(o.plan_path);
   ModelConfig config = load_model_config(o.model, config_dir() / "models");
   const KvGeometry geometry = kv_geometry(config);
-  if (plan) check_plan_matches(*plan, geometry, config.source);
-
-  QuantSettings settings = plan ? plan->quantization : QuantSettings{};
-  if (!plan) settings.block_size = 1;
-  if (!o.mode.empty()) settings.mode = parse_quant_mode(o.mode);
-  if (o.group_size != 0) settings.group_size = static_cast<size_t>(o.group_size);
-  if (o.residual_length != 0) settings.residual_length = static_cast<size_t>(o.residual_length);
-  if (o.block_size != 0) settings.block_size = static_cast<size_t>(o.block_size);
-  if (o.group_size < 0 || o.residual_length < 0 || o.block_size < 0) {
-    fail(ErrorCode::kInvalidArgument,
-         "--group-size, --residual-length and --block-size must be > 0");
-  }
-  settings.validate();
+  QuantSettings defaults;
+  defaults.block_size = 1;  // exact token counts unless a plan or --block-size says otherwise
+  const ResolvedKv kv = resolve_kv_flags(o.kv, geometry, config.source, defaults);
+  const QuantSettings& settings = kv.settings;
   if (o.sequences <= 0) {
     fail(ErrorCode::kInvalidArgument, "--sequences {}: expected a positive number", o.sequences);
   }
@@ -77,27 +56,8 @@ void run_estimate(const EstimateOptions& o) {
   for (const std::string& c : o.contexts) contexts.push_back(parse_token_count(c, "--context"));
 
   const int n = geometry.n_layers();
-  std::vector<Candidate> candidates;
-  if (plan) {
-    candidates.push_back(
-        {"plan:" + std::filesystem::path(o.plan_path).filename().string(), plan->pairs()});
-  }
-  if (!o.k_format.empty() || !o.v_format.empty()) {
-    if (o.k_format.empty() || o.v_format.empty()) {
-      fail(ErrorCode::kInvalidArgument, "--k-format and --v-format must be given together");
-    }
-    const KvPair pair{Format::parse(o.k_format), Format::parse(o.v_format)};
-    if (pair.key.is_slot() || pair.value.is_slot()) {
-      fail(ErrorCode::kInvalidArgument, "a slot covers K and V together: use --kv slot:N");
-    }
-    candidates.push_back({pair.name(), std::vector<KvPair>(n, pair)});
-  }
-  for (const std::string& name : o.kv) {
-    const KvPair pair = KvPair::parse(name);
-    candidates.push_back({pair.name(), std::vector<KvPair>(n, pair)});
-  }
-  const bool user_chose = !candidates.empty();
-  if (!user_chose) {
+  std::vector<KvChoice> candidates = kv.choices;
+  if (candidates.empty()) {
     for (const char* name : kDefaultPairs) {
       const KvPair pair = KvPair::parse(name);
       if (fits_model(geometry, pair, settings)) {
@@ -138,7 +98,7 @@ void run_estimate(const EstimateOptions& o) {
   out["sequences"] = o.sequences;
   if (available) out["available_bytes"] = *available;
   out["estimates"] = nlohmann::json::array();
-  for (const Candidate& c : candidates) {
+  for (const KvChoice& c : candidates) {
     nlohmann::json e;
     e["kv"] = c.label;
     e["bytes_per_token"] = kv_bytes_per_token(geometry, c.pairs, settings);
@@ -222,15 +182,7 @@ void register_estimate_command(CLI::App& app) {
   cmd->add_option("--context", o->contexts, "Context length(s) per sequence: 4096, 32K, ...")
       ->delimiter(',');
   cmd->add_option("--sequences", o->sequences, "Concurrent sequences");
-  cmd->add_option("--kv", o->kv, "KV pair(s): KV8, K8V4, K4V2, q8_0/q4_0, slot:134, ...")
-      ->delimiter(',');
-  cmd->add_option("--k-format", o->k_format, "Key format for every layer");
-  cmd->add_option("--v-format", o->v_format, "Value format for every layer");
-  cmd->add_option("--plan", o->plan_path, "A plan.json whose per-layer formats to use");
-  cmd->add_option("--mode", o->mode, "per-token or kivi");
-  cmd->add_option("--group-size", o->group_size, "Quantization group (default 32)");
-  cmd->add_option("--residual-length", o->residual_length, "kivi full-precision window");
-  cmd->add_option("--block-size", o->block_size, "Tokens per page: memory rounds up to pages");
+  add_kv_flags(cmd, o->kv, /*several_pairs=*/true, /*with_block_size=*/true);
   cmd->add_option("--gpu-memory", o->gpu_memory, "GPU memory, e.g. 80GiB, to report what fits");
   cmd->add_option("--weights-bytes", o->weights_bytes, "Memory the weights take, e.g. 16GB");
   cmd->add_flag("--json", o->json, "Print JSON");

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/kv_flags.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
@@ -23,8 +24,8 @@ namespace kvplan::cli {
 namespace {
 
 struct EvalCommandOptions {
-  std::string model, text_path, prompts_path, plan_path, kv, k_format, v_format, mode;
-  int64_t group_size = 0, residual_length = 0;
+  std::string model, text_path, prompts_path;
+  KvFlags kv;
   int ctx = 256;
   int threads = 0;
   int max_chunks = 0;
@@ -65,39 +66,14 @@ std::vector<std::string> read_prompts(const std::string& path) {
 
 KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config,
                           nlohmann::json& described) {
-  const int chosen =
-      !o.plan_path.empty() + !o.kv.empty() + (!o.k_format.empty() || !o.v_format.empty());
-  if (chosen > 1) {
+  const ResolvedKv resolved = resolve_kv_flags(o.kv, kv_geometry(config), config.source, {});
+  if (resolved.choices.size() > 1) {
     fail(ErrorCode::kInvalidArgument, "--plan, --kv and --k-format/--v-format are alternatives");
   }
-  QuantSettings settings;
-  std::vector<KvPair> pairs;
-  if (!o.plan_path.empty()) {
-    const Plan plan = read_plan(o.plan_path);
-    check_plan_matches(plan, kv_geometry(config), config.source);
-    settings = plan.quantization;
-    pairs = plan.pairs();
-    described["plan"] = o.plan_path;
-  } else if (!o.kv.empty()) {
-    pairs.assign(static_cast<size_t>(config.n_layers), KvPair::parse(o.kv));
-  } else if (!o.k_format.empty() || !o.v_format.empty()) {
-    if (o.k_format.empty() || o.v_format.empty()) {
-      fail(ErrorCode::kInvalidArgument, "--k-format and --v-format must be given together");
-    }
-    pairs.assign(static_cast<size_t>(config.n_layers),
-                 KvPair{Format::parse(o.k_format), Format::parse(o.v_format)});
-  }
-  if (!o.mode.empty()) settings.mode = parse_quant_mode(o.mode);
-  if (o.group_size < 0 || o.residual_length < 0) {
-    fail(ErrorCode::kInvalidArgument, "--group-size and --residual-length must be positive");
-  }
-  if (o.group_size > 0) settings.group_size = static_cast<size_t>(o.group_size);
-  if (o.residual_length > 0) {
-    settings.residual_length = static_cast<size_t>(o.residual_length);
-  } else if (settings.mode == QuantMode::kKivi && settings.residual_length % settings.group_size) {
-    settings.residual_length = settings.group_size;
-  }
-  settings.validate();
+  if (resolved.plan) described["plan"] = o.kv.plan_path;
+  const QuantSettings& settings = resolved.settings;
+  std::vector<KvPair> pairs =
+      resolved.choices.empty() ? std::vector<KvPair>{} : resolved.choices.front().pairs;
   KvCacheOptions kv = pairs.empty() ? KvCacheOptions::exact_kv()
                                     : KvCacheOptions::per_layer(std::move(pairs), settings);
   kv.chunk_attends_quantized = !o.exact_chunk;
@@ -207,14 +183,7 @@ void register_eval_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
   cmd->add_option("--text", o->text_path, "Plain text evaluated with llama-perplexity's protocol");
   cmd->add_option("--prompts", o->prompts_path, "One prompt per line (or JSONL with \"text\")");
-  cmd->add_option("--plan", o->plan_path, "A plan.json (per-layer formats and settings)");
-  cmd->add_option("--kv", o->kv, "A uniform pair for every layer: K8V4, KV4, q8_0/q4_0, ...");
-  cmd->add_option("--k-format", o->k_format, "Key format for every layer (with --v-format)");
-  cmd->add_option("--v-format", o->v_format, "Value format for every layer (with --k-format)");
-  cmd->add_option("--mode", o->mode, "per-token or kivi");
-  cmd->add_option("--group-size", o->group_size,
-                  "Quantization group (default 32, clamped to the row)");
-  cmd->add_option("--residual-length", o->residual_length, "kivi: full-precision window");
+  add_kv_flags(cmd, o->kv, /*several_pairs=*/false);
   cmd->add_option("--ctx", o->ctx, "Chunk length in tokens (default 256)");
   cmd->add_option("--chunks", o->max_chunks, "Evaluate at most this many chunks (0 = all)");
   cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)");
