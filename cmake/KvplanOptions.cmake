@@ -45,3 +45,6 @@ function(kvplan_add_library name)
   target_link_libraries(${name} PUBLIC kvplan_build_flags ${ARG_DEPS} PRIVATE kvplan_warnings ${ARG_PRIVATE_DEPS})
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
+
+# GPU kernels (KVPLAN_HIP=AMD|NVIDIA): toolchain logic in cmake/KvplanHip.cmake.
+include(KvplanHip)

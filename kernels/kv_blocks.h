@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kvplan_hd.h"
+
 namespace kvplan {
 
 inline constexpr int kGgmlBlock = 32;  // QK8_0 == QK4_0 == QK4_1 == QK5_0 == QK5_1 == QK4_NL
@@ -63,8 +65,22 @@ struct BlockIq4Nl {
 static_assert(sizeof(BlockIq4Nl) == 18);
 
 // The non-linear 4-bit codebook of ggml's IQ4_NL.
-inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                            1,    13,   25,  38,  53,  69,  89,  113};
+#define KVPLAN_IQ4_NL_VALUES \
+  { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 }
+inline constexpr int8_t kIq4NlValues[16] = KVPLAN_IQ4_NL_VALUES;
+#if defined(__CUDACC__) && !defined(__HIPCC__)
+// nvcc cannot read a host constexpr array from device code; each CUDA translation unit gets its
+// own device copy (clang's HIP reads kIq4NlValues directly).
+static __device__ const int8_t kIq4NlValuesDevice[16] = KVPLAN_IQ4_NL_VALUES;
+#endif
+
+KVPLAN_HD inline const int8_t* iq4_nl_values() {
+#if defined(__CUDA_ARCH__) && !defined(__HIPCC__)
+  return kIq4NlValuesDevice;
+#else
+  return kIq4NlValues;
+#endif
+}
 
 struct IntGroupHeader {
   uint16_t scale;  // f16: (max - min) / (2^bits - 1)
@@ -72,7 +88,7 @@ struct IntGroupHeader {
 };
 static_assert(sizeof(IntGroupHeader) == 4);
 
-inline constexpr size_t int_group_bytes(size_t n_values, int bits) {
+KVPLAN_HD inline constexpr size_t int_group_bytes(size_t n_values, int bits) {
   return sizeof(IntGroupHeader) + (n_values * static_cast<size_t>(bits) + 7) / 8;
 }
 static_assert(int_group_bytes(32, 4) == 20 && int_group_bytes(32, 2) == 12 &&

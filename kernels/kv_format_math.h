@@ -233,7 +233,7 @@ KVPLAN_HD inline void dequantize_block_q5_1(const uint8_t* in, float* y) {
 
 // ---- ggml iq4_nl: non-linear codebook, weighted least-squares scale search (ntry = 7) --------
 KVPLAN_HD inline int iq4_nl_nearest(float x) {
-  const int8_t* val = kIq4NlValues;
+  const int8_t* val = iq4_nl_values();
   if (x <= val[0]) return 0;
   if (x >= val[15]) return 15;
   int lo = 0, hi = 15;
@@ -263,12 +263,12 @@ KVPLAN_HD inline void quantize_block_iq4_nl(const float* x, uint8_t* out) {
   }
   float scale = 0.0f;
   if (amax >= 1e-15f) {
-    const float v0 = static_cast<float>(kIq4NlValues[0]);
+    const float v0 = static_cast<float>(iq4_nl_values()[0]);
     float d = -max / v0;
     float id = 1.0f / d;
     float sumqx = 0.0f, sumq2 = 0.0f;
     for (int j = 0; j < kGgmlBlock; ++j) {
-      const float q = static_cast<float>(kIq4NlValues[iq4_nl_nearest(id * x[j])]);
+      const float q = static_cast<float>(iq4_nl_values()[iq4_nl_nearest(id * x[j])]);
       sumqx += weight[j] * q * x[j];
       sumq2 += weight[j] * q * q;
     }
@@ -278,7 +278,7 @@ KVPLAN_HD inline void quantize_block_iq4_nl(const float* x, uint8_t* out) {
       id = (static_cast<float>(itry) + v0) / max;
       sumqx = sumq2 = 0.0f;
       for (int j = 0; j < kGgmlBlock; ++j) {
-        const float q = static_cast<float>(kIq4NlValues[iq4_nl_nearest(id * x[j])]);
+        const float q = static_cast<float>(iq4_nl_values()[iq4_nl_nearest(id * x[j])]);
         sumqx += weight[j] * q * x[j];
         sumq2 += weight[j] * q * q;
       }
@@ -299,8 +299,8 @@ KVPLAN_HD inline void quantize_block_iq4_nl(const float* x, uint8_t* out) {
 KVPLAN_HD inline void dequantize_block_iq4_nl(const uint8_t* in, float* y) {
   const float d = f16_to_f32(load_u16_le(in));
   for (int j = 0; j < kGgmlBlock / 2; ++j) {
-    y[j] = d * static_cast<float>(kIq4NlValues[in[2 + j] & 0x0f]);
-    y[j + 16] = d * static_cast<float>(kIq4NlValues[in[2 + j] >> 4]);
+    y[j] = d * static_cast<float>(iq4_nl_values()[in[2 + j] & 0x0f]);
+    y[j + 16] = d * static_cast<float>(iq4_nl_values()[in[2 + j] >> 4]);
   }
 }
 
