@@ -1,0 +1,34 @@
+#include "plan/plan_fingerprint.h"
+
+#include "core/hash.h"
+
+namespace kvplan {
+
+uint64_t plan_fingerprint(const Plan& plan) {
+  Hasher h;
+  h.update(kPlanSchema);
+  h.update(plan.model.fingerprint);
+  h.update(plan.model.architecture);
+  h.update_u64(static_cast<uint64_t>(plan.model.geometry.n_layers()));
+  for (const KvLayerGeometry& lg : plan.model.geometry.layers) {
+    h.update_u64(static_cast<uint64_t>(lg.n_kv_heads));
+    h.update_u64(static_cast<uint64_t>(lg.head_dim));
+    h.update_u64(static_cast<uint64_t>(lg.sliding_window));
+  }
+  const QuantSettings& q = plan.quantization;
+  h.update(quant_mode_name(q.mode));
+  h.update_u64(q.group_size);
+  h.update_u64(q.residual_length);
+  h.update_u64(q.block_size);
+  h.update(plan.scale_dtype);
+  for (const PlanLayer& layer : plan.layers) {
+    for (const Format& f : {layer.pair.key, layer.pair.value}) {
+      h.update_u64(static_cast<uint64_t>(f.id()));
+      h.update_u64(f.info().version);
+      h.update_u64(f.slot_bytes());
+    }
+  }
+  return h.digest();
+}
+
+}  // namespace kvplan

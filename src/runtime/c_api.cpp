@@ -1,0 +1,486 @@
+// The extern "C" API over OffloadRuntime: every entry point catches everything, stores the
+// message per thread and returns a status code.
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <variant>
+
+#include "kvplan/kvplan_runtime.h"
+#include "plan/plan.h"
+#include "runtime/offload_runtime.h"
+
+struct kvplan_options {
+  kvplan::RuntimeOptions options;
+};
+
+struct kvplan_runtime {
+  std::unique_ptr<kvplan::OffloadRuntime> rt;
+};
+
+struct kvplan_device_chunk {
+  kvplan::DeviceChunk chunk;
+};
+
+struct kvplan_transfer {
+  kvplan_runtime* owner = nullptr;
+  std::variant<std::shared_future<kvplan::TransferStatus>, std::shared_future<kvplan::LoadResult>>
+      future;
+  std::vector<bool> taken;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+kvplan_status code_of(kvplan::ErrorCode code) {
+  switch (code) {
+    case kvplan::ErrorCode::kInvalidArgument:
+      return KVPLAN_INVALID_ARGUMENT;
+    case kvplan::ErrorCode::kNotFound:
+      return KVPLAN_NOT_FOUND;
+    case kvplan::ErrorCode::kOutOfRange:
+      return KVPLAN_OUT_OF_RANGE;
+    case kvplan::ErrorCode::kDataLoss:
+      return KVPLAN_DATA_LOSS;
+    case kvplan::ErrorCode::kResourceExhausted:
+      return KVPLAN_RESOURCE_EXHAUSTED;
+    case kvplan::ErrorCode::kUnimplemented:
+      return KVPLAN_UNIMPLEMENTED;
+    case kvplan::ErrorCode::kInternal:
+      return KVPLAN_INTERNAL;
+    case kvplan::ErrorCode::kIo:
+      return KVPLAN_IO;
+  }
+  return KVPLAN_INTERNAL;
+}
+
+kvplan_status set_error(kvplan_status code, std::string message) {
+  g_last_error = std::move(message);
+  return code;
+}
+
+template <typename F>
+kvplan_status guarded(F&& body) {
+  try {
+    g_last_error.clear();
+    return body();
+  } catch (const kvplan::Error& e) {
+    return set_error(code_of(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    return set_error(KVPLAN_RESOURCE_EXHAUSTED, "out of memory");
+  } catch (const std::exception& e) {
+    return set_error(KVPLAN_INTERNAL, e.what());
+  } catch (...) {
+    return set_error(KVPLAN_INTERNAL, "unknown exception");
+  }
+}
+
+#define KVPLAN_REQUIRE(cond, what)                                             \
+  do {                                                                         \
+    if (!(cond)) return set_error(KVPLAN_INVALID_ARGUMENT, std::string(what)); \
+  } while (0)
+
+std::span<const uint32_t> token_span(const uint32_t* tokens, uint64_t n) {
+  return {tokens, static_cast<size_t>(n)};
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* kvplan_last_error_message(void) {
+  return g_last_error.c_str();
+}
+
+uint32_t kvplan_runtime_abi_version(void) {
+  return KVPLAN_RUNTIME_ABI_VERSION;
+}
+
+kvplan_status kvplan_options_create(kvplan_options** out) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(out != nullptr, "kvplan_options_create: out is NULL");
+    *out = new kvplan_options();
+    return KVPLAN_OK;
+  });
+}
+
+void kvplan_options_destroy(kvplan_options* options) {
+  delete options;
+}
+
+kvplan_status kvplan_options_set_chunk_tokens(kvplan_options* o, uint64_t tokens) {
+  KVPLAN_REQUIRE(o != nullptr && tokens > 0, "chunk tokens: expected a handle and tokens > 0");
+  o->options.chunk_tokens = static_cast<size_t>(tokens);
+  return KVPLAN_OK;
+}
+
+kvplan_status kvplan_options_set_device_capacity_bytes(kvplan_options* o, uint64_t b) {
+  KVPLAN_REQUIRE(o != nullptr, "options handle is NULL");
+  o->options.device_capacity_bytes = b;
+  return KVPLAN_OK;
+}
+
+kvplan_status kvplan_options_set_host_capacity_bytes(kvplan_options* o, uint64_t b) {
+  KVPLAN_REQUIRE(o != nullptr, "options handle is NULL");
+  o->options.host_capacity_bytes = b;
+  return KVPLAN_OK;
+}
+
+kvplan_status kvplan_options_set_disk(kvplan_options* o, const char* dir, uint64_t capacity_bytes,
+                                      int32_t fsync) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(o != nullptr, "options handle is NULL");
+    o->options.disk_dir = dir != nullptr ? dir : "";
+    o->options.disk_capacity_bytes = capacity_bytes;
+    o->options.disk_fsync = fsync != 0;
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_options_set_model_fingerprint(kvplan_options* o, const char* hex) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(o != nullptr, "options handle is NULL");
+    o->options.model_fingerprint = hex != nullptr ? hex : "";
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_options_set_model_geometry(kvplan_options* o, int32_t n_layers,
+                                                int32_t n_kv_heads, int32_t head_dim) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(o != nullptr && n_layers > 0 && n_kv_heads > 0 && head_dim > 0,
+                   "model geometry: expected a handle and positive layers, KV heads, head_dim");
+    o->options.model_geometry =
+        kvplan::KvGeometry::uniform("model", n_layers, n_kv_heads, head_dim);
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_create(const char* plan_path, const kvplan_options* options,
+                                    kvplan_runtime** out) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(plan_path != nullptr && out != nullptr,
+                   "kvplan_runtime_create: plan_path and out must not be NULL");
+    *out = nullptr;
+    const kvplan::Plan plan = kvplan::read_plan(plan_path);
+    auto handle = std::make_unique<kvplan_runtime>();
+    handle->rt = std::make_unique<kvplan::OffloadRuntime>(
+        plan, options != nullptr ? options->options : kvplan::RuntimeOptions{});
+    *out = handle.release();
+    return KVPLAN_OK;
+  });
+}
+
+void kvplan_runtime_destroy(kvplan_runtime* rt) {
+  try {
+    delete rt;
+  } catch (...) {
+  }
+}
+
+uint64_t kvplan_runtime_chunk_tokens(const kvplan_runtime* rt) {
+  return rt != nullptr ? rt->rt->layout().chunk_tokens() : 0;
+}
+
+uint64_t kvplan_runtime_chunk_bytes(const kvplan_runtime* rt) {
+  return rt != nullptr ? rt->rt->layout().chunk_bytes() : 0;
+}
+
+uint32_t kvplan_runtime_layer_count(const kvplan_runtime* rt) {
+  return rt != nullptr ? static_cast<uint32_t>(rt->rt->layout().n_layers()) : 0;
+}
+
+uint32_t kvplan_runtime_transfer_group_count(const kvplan_runtime* rt) {
+  return rt != nullptr ? static_cast<uint32_t>(rt->rt->layout().groups().size()) : 0;
+}
+
+uint64_t kvplan_runtime_plan_fingerprint(const kvplan_runtime* rt) {
+  return rt != nullptr ? rt->rt->identity().plan_fingerprint : 0;
+}
+
+kvplan_status kvplan_runtime_page_info(const kvplan_runtime* rt, uint32_t layer, uint64_t page,
+                                       int32_t side, uint64_t* offset, uint64_t* bytes,
+                                       uint64_t* n_values) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && (side == KVPLAN_KEY || side == KVPLAN_VALUE),
+                   "page_info: expected a runtime and side KVPLAN_KEY or KVPLAN_VALUE");
+    const kvplan::PlanLayout& l = rt->rt->layout();
+    const auto s = side == KVPLAN_KEY ? kvplan::KvSide::kKey : kvplan::KvSide::kValue;
+    const int li = static_cast<int>(layer);
+    if (offset != nullptr) *offset = l.page_offset(li, static_cast<size_t>(page), s);
+    if (bytes != nullptr) *bytes = l.page_bytes(li, s);
+    if (n_values != nullptr) *n_values = l.page_values(li);
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_pack_page(const kvplan_runtime* rt, uint32_t layer, int32_t side,
+                                       const float* values, uint64_t n_values, uint8_t* out,
+                                       uint64_t bytes) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && values != nullptr && out != nullptr,
+                   "pack_page: NULL argument");
+    rt->rt->layout().pack_page(
+        static_cast<int>(layer), side == KVPLAN_KEY ? kvplan::KvSide::kKey : kvplan::KvSide::kValue,
+        {values, static_cast<size_t>(n_values)}, {out, static_cast<size_t>(bytes)});
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_unpack_page(const kvplan_runtime* rt, uint32_t layer, int32_t side,
+                                         const uint8_t* packed, uint64_t bytes, float* values,
+                                         uint64_t n_values) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && values != nullptr && packed != nullptr,
+                   "unpack_page: NULL argument");
+    rt->rt->layout().unpack_page(
+        static_cast<int>(layer), side == KVPLAN_KEY ? kvplan::KvSide::kKey : kvplan::KvSide::kValue,
+        {packed, static_cast<size_t>(bytes)}, {values, static_cast<size_t>(n_values)});
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_chunk_keys(const kvplan_runtime* rt, const uint32_t* tokens,
+                                        uint64_t n_tokens, uint64_t* keys, uint64_t capacity,
+                                        uint64_t* n_keys) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && (tokens != nullptr || n_tokens == 0),
+                   "chunk_keys: NULL argument");
+    const std::vector<uint64_t> k = rt->rt->keys(token_span(tokens, n_tokens));
+    for (size_t i = 0; i < k.size() && i < capacity && keys != nullptr; ++i) keys[i] = k[i];
+    if (n_keys != nullptr) *n_keys = k.size();
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_acquire_chunk(kvplan_runtime* rt, const uint32_t* tokens,
+                                           uint64_t n_tokens, uint64_t chunk_index,
+                                           kvplan_device_chunk** out) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && tokens != nullptr && out != nullptr,
+                   "acquire_chunk: NULL argument");
+    *out = nullptr;
+    const std::vector<uint64_t> k = rt->rt->keys(token_span(tokens, n_tokens));
+    if (chunk_index >= k.size()) {
+      return set_error(KVPLAN_OUT_OF_RANGE, fmt::format("chunk {}: {} tokens hold {} whole chunks",
+                                                        chunk_index, n_tokens, k.size()));
+    }
+    const kvplan::DeviceChunk c = rt->rt->acquire_device(k[chunk_index]);
+    *out = new kvplan_device_chunk{c};
+    return KVPLAN_OK;
+  });
+}
+
+void* kvplan_device_chunk_data(const kvplan_device_chunk* c) {
+  return c != nullptr ? c->chunk.data : nullptr;
+}
+
+uint64_t kvplan_device_chunk_bytes(const kvplan_device_chunk* c) {
+  return c != nullptr ? c->chunk.bytes : 0;
+}
+
+uint64_t kvplan_device_chunk_key(const kvplan_device_chunk* c) {
+  return c != nullptr ? c->chunk.key : 0;
+}
+
+kvplan_status kvplan_device_chunk_write(kvplan_runtime* rt, const kvplan_device_chunk* c,
+                                        uint64_t offset, const void* src, uint64_t bytes) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && c != nullptr && (src != nullptr || bytes == 0),
+                   "device_chunk_write: NULL argument");
+    rt->rt->write_device(c->chunk, static_cast<size_t>(offset),
+                         {static_cast<const std::byte*>(src), static_cast<size_t>(bytes)});
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_device_chunk_read(kvplan_runtime* rt, const kvplan_device_chunk* c,
+                                       uint64_t offset, void* dst, uint64_t bytes) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && c != nullptr && (dst != nullptr || bytes == 0),
+                   "device_chunk_read: NULL argument");
+    rt->rt->read_device(c->chunk, static_cast<size_t>(offset),
+                        {static_cast<std::byte*>(dst), static_cast<size_t>(bytes)});
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_device_chunk_release(kvplan_runtime* rt, kvplan_device_chunk* c) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && c != nullptr, "device_chunk_release: NULL argument");
+    std::unique_ptr<kvplan_device_chunk> owned(c);
+    rt->rt->release(owned->chunk);
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_store(kvplan_runtime* rt, const kvplan_device_chunk* c,
+                                   void* producer_stream, kvplan_transfer** out) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && c != nullptr && out != nullptr, "store: NULL argument");
+    *out = nullptr;
+    auto t = std::make_unique<kvplan_transfer>();
+    t->owner = rt;
+    t->future = rt->rt->store(c->chunk, rt->rt->backend().record_fence(producer_stream));
+    *out = t.release();
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_lookup(kvplan_runtime* rt, const uint32_t* tokens, uint64_t n_tokens,
+                                    int32_t* tiers, uint64_t capacity, uint64_t* prefix_chunks) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && (tokens != nullptr || n_tokens == 0), "lookup: NULL argument");
+    const kvplan::LookupResult r = rt->rt->lookup(token_span(tokens, n_tokens));
+    for (size_t i = 0; i < r.locations.size() && i < capacity && tiers != nullptr; ++i) {
+      tiers[i] = static_cast<int32_t>(r.locations[i]);
+    }
+    if (prefix_chunks != nullptr) *prefix_chunks = r.prefix_chunks;
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_load(kvplan_runtime* rt, const uint32_t* tokens, uint64_t n_tokens,
+                                  uint64_t max_chunks, kvplan_transfer** out) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && (tokens != nullptr || n_tokens == 0) && out != nullptr,
+                   "load: NULL argument");
+    *out = nullptr;
+    auto t = std::make_unique<kvplan_transfer>();
+    t->owner = rt;
+    t->future = rt->rt->load(token_span(tokens, n_tokens), static_cast<size_t>(max_chunks));
+    *out = t.release();
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_pin(kvplan_runtime* rt, uint64_t key, int32_t pinned) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr, "pin: NULL runtime");
+    const bool ok = pinned != 0 ? rt->rt->pin(key) : rt->rt->unpin(key);
+    if (!ok) return set_error(KVPLAN_NOT_FOUND, fmt::format("chunk {:016x} is not cached", key));
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_evict(kvplan_runtime* rt, uint64_t key) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr, "evict: NULL runtime");
+    if (!rt->rt->evict(key)) {
+      return set_error(KVPLAN_RESOURCE_EXHAUSTED,
+                       fmt::format("chunk {:016x} is pinned or in use", key));
+    }
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_flush(kvplan_runtime* rt) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr, "flush: NULL runtime");
+    rt->rt->flush();
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status kvplan_runtime_stats(const kvplan_runtime* rt, kvplan_stats* out) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && out != nullptr, "stats: NULL argument");
+    const kvplan::RuntimeStats s = rt->rt->stats();
+    *out = kvplan_stats{s.bytes_device_to_host,
+                        s.bytes_host_to_device,
+                        s.bytes_to_disk,
+                        s.bytes_from_disk,
+                        s.stores_ok,
+                        s.stores_failed,
+                        s.stores_deduplicated,
+                        s.loads_chunks,
+                        s.lookups,
+                        s.hits_device,
+                        s.hits_host,
+                        s.hits_disk,
+                        s.misses,
+                        s.recomputed_tokens,
+                        s.evictions_device,
+                        s.evictions_host,
+                        s.evictions_disk,
+                        s.refusals,
+                        s.device_to_host.bytes_per_second,
+                        s.device_to_host.t0_seconds,
+                        s.host_to_device.bytes_per_second,
+                        s.host_to_device.t0_seconds};
+    return KVPLAN_OK;
+  });
+}
+
+uint64_t kvplan_runtime_refusals(const kvplan_runtime* rt) {
+  return rt != nullptr ? rt->rt->stats().refusals : 0;
+}
+
+kvplan_status kvplan_transfer_wait(kvplan_transfer* t) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(t != nullptr, "transfer_wait: NULL transfer");
+    const kvplan::TransferStatus* s = nullptr;
+    if (auto* f = std::get_if<std::shared_future<kvplan::TransferStatus>>(&t->future)) {
+      s = &f->get();
+    } else {
+      auto& lf = std::get<std::shared_future<kvplan::LoadResult>>(t->future);
+      s = &lf.get().status;
+      if (t->taken.empty()) t->taken.assign(lf.get().chunks.size(), false);
+    }
+    if (s->ok) return KVPLAN_OK;
+    return set_error(code_of(s->code), s->message);
+  });
+}
+
+int32_t kvplan_transfer_ready(const kvplan_transfer* t) {
+  if (t == nullptr) return 0;
+  return std::visit(
+      [](const auto& f) {
+        return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready ? 1 : 0;
+      },
+      t->future);
+}
+
+uint64_t kvplan_transfer_chunk_count(kvplan_transfer* t) {
+  if (t == nullptr) return 0;
+  auto* lf = std::get_if<std::shared_future<kvplan::LoadResult>>(&t->future);
+  if (lf == nullptr) return 0;
+  if (t->taken.empty()) t->taken.assign(lf->get().chunks.size(), false);
+  return lf->get().chunks.size();
+}
+
+kvplan_status kvplan_transfer_take_chunk(kvplan_transfer* t, uint64_t index,
+                                         kvplan_device_chunk** out) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(t != nullptr && out != nullptr, "take_chunk: NULL argument");
+    const uint64_t n = kvplan_transfer_chunk_count(t);
+    if (index >= n || t->taken[index]) {
+      return set_error(
+          KVPLAN_OUT_OF_RANGE,
+          fmt::format("chunk {}: the load holds {} chunks (or it was taken)", index, n));
+    }
+    const auto& lf = std::get<std::shared_future<kvplan::LoadResult>>(t->future);
+    *out = new kvplan_device_chunk{lf.get().chunks[index]};
+    t->taken[index] = true;
+    return KVPLAN_OK;
+  });
+}
+
+void kvplan_transfer_destroy(kvplan_transfer* t) {
+  if (t == nullptr) return;
+  try {
+    if (auto* lf = std::get_if<std::shared_future<kvplan::LoadResult>>(&t->future)) {
+      const std::vector<kvplan::DeviceChunk>& chunks = lf->get().chunks;
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        if (t->taken.empty() || !t->taken[i]) t->owner->rt->release(chunks[i]);
+      }
+    } else {
+      std::get<std::shared_future<kvplan::TransferStatus>>(t->future).wait();
+    }
+  } catch (...) {
+  }
+  delete t;
+}
+
+}  // extern "C"

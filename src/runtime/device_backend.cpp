@@ -1,0 +1,103 @@
+#include "runtime/device_backend.h"
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+#include "runtime/stored_object.h"
+
+namespace kvplan {
+
+uint64_t DeviceBackend::copy_device_to_host_checksum(std::byte* host, const std::byte* device,
+                                                     size_t n) {
+  copy_device_to_host(host, device, n);
+  return payload_checksum(host, n);
+}
+
+uint64_t DeviceBackend::copy_host_to_device_checksum(std::byte* device, const std::byte* host,
+                                                     size_t n) {
+  // Hash the source: device memory is not readable from the host on a real GPU.
+  const uint64_t sum = payload_checksum(host, n);
+  copy_host_to_device(device, host, n);
+  return sum;
+}
+
+std::byte* allocate_locked_pages(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    fail(ErrorCode::kResourceExhausted, "pinned host tier: mmap of {} bytes failed: {}", bytes,
+         std::strerror(errno));
+  }
+  if (::mlock(p, bytes) != 0) {
+    const int err = errno;
+    ::munmap(p, bytes);
+    struct rlimit lim {};
+    ::getrlimit(RLIMIT_MEMLOCK, &lim);
+    fail(ErrorCode::kResourceExhausted,
+         "pinned host tier: mlock of {} bytes failed: {} (RLIMIT_MEMLOCK is {} bytes; raise it "
+         "with `ulimit -l` or run with CAP_IPC_LOCK, or lower the host capacity) — kvplan does not "
+         "fall back to pageable memory",
+         bytes, std::strerror(err),
+         lim.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(lim.rlim_cur));
+  }
+  return static_cast<std::byte*>(p);
+}
+
+void free_locked_pages(std::byte* p, size_t bytes) {
+  if (p == nullptr) return;
+  ::munlock(p, bytes);
+  ::munmap(p, bytes);
+}
+
+namespace {
+
+class HostStandinBackend final : public DeviceBackend {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "host (no GPU: KVPLAN_HIP=OFF)"; }
+  std::byte* allocate_device(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (p == nullptr) {
+      fail(ErrorCode::kResourceExhausted, "device pool: cannot allocate {} bytes", bytes);
+    }
+    return static_cast<std::byte*>(p);
+  }
+  void free_device(std::byte* p, size_t) override { std::free(p); }
+  std::byte* allocate_pinned(size_t bytes) override { return allocate_locked_pages(bytes); }
+  void free_pinned(std::byte* p, size_t bytes) override { free_locked_pages(p, bytes); }
+  void copy_device_to_host(std::byte* host, const std::byte* device, size_t n) override {
+    std::memcpy(host, device, n);
+  }
+  void copy_host_to_device(std::byte* device, const std::byte* host, size_t n) override {
+    std::memcpy(device, host, n);
+  }
+  uint64_t copy_device_to_host_checksum(std::byte* host, const std::byte* device,
+                                        size_t n) override {
+    return copy_with_checksum(host, device, n);
+  }
+  uint64_t copy_host_to_device_checksum(std::byte* device, const std::byte* host,
+                                        size_t n) override {
+    return copy_with_checksum(device, host, n);
+  }
+  DeviceFence record_fence(void* producer_stream) override { return {producer_stream, 0}; }
+  void wait_fence(const DeviceFence&) override {}
+};
+
+}  // namespace
+
+std::shared_ptr<DeviceBackend> make_host_standin_backend() {
+  return std::make_shared<HostStandinBackend>();
+}
+
+std::shared_ptr<DeviceBackend> make_default_device_backend() {
+  // A HIP build adds its backend here (kernels/gpu_compat.h); until then the host stand-in.
+  return make_host_standin_backend();
+}
+
+}  // namespace kvplan

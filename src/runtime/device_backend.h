@@ -1,0 +1,62 @@
+// The one seam between the runtime and a GPU API. The runtime allocates device memory, page-locked
+// host memory and moves bytes only through DeviceBackend; a HIP (or CUDA, via kernels/gpu_compat.h)
+// backend implements it with hipMalloc / hipHostMalloc / hipMemcpyAsync on a dedicated transfer
+// stream and hipEvent fences. Without HIP (KVPLAN_HIP=OFF) the host stand-in below serves: device
+// memory is ordinary host memory, copies are memcpy, fences complete at once — the same interface,
+// so every tier, header and eviction path is exercised on a CPU-only machine.
+//
+//   std::shared_ptr<kvplan::DeviceBackend> b = kvplan::make_default_device_backend();
+//   void* dev = b->allocate_device(1 << 20);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace kvplan {
+
+// A point on a producer's stream after which its writes to device memory are visible. Opaque to
+// the runtime; the host stand-in's fences are always complete.
+struct DeviceFence {
+  void* stream = nullptr;
+  uint64_t token = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+
+  // Throws Error(kResourceExhausted) naming the size when memory is not available.
+  virtual std::byte* allocate_device(size_t bytes) = 0;
+  virtual void free_device(std::byte* p, size_t bytes) = 0;
+  // Page-locked host memory. Throws Error(kResourceExhausted) when the pages cannot be pinned:
+  // the runtime never falls back to pageable memory.
+  virtual std::byte* allocate_pinned(size_t bytes) = 0;
+  virtual void free_pinned(std::byte* p, size_t bytes) = 0;
+
+  // Copies issued by a transfer worker on its own stream; they return when the bytes have landed.
+  virtual void copy_device_to_host(std::byte* host, const std::byte* device, size_t n) = 0;
+  virtual void copy_host_to_device(std::byte* device, const std::byte* host, size_t n) = 0;
+  // The same copies, also returning payload_checksum (stored_object.h) of the bytes moved.
+  virtual uint64_t copy_device_to_host_checksum(std::byte* host, const std::byte* device, size_t n);
+  virtual uint64_t copy_host_to_device_checksum(std::byte* device, const std::byte* host, size_t n);
+
+  // Records a fence after the work queued so far on `producer_stream` (nullptr = default stream);
+  // a store waits on it before reading the producer's pages.
+  virtual DeviceFence record_fence(void* producer_stream) = 0;
+  virtual void wait_fence(const DeviceFence& fence) = 0;
+};
+
+// Host memory standing in for device memory (the KVPLAN_HIP=OFF build).
+std::shared_ptr<DeviceBackend> make_host_standin_backend();
+// The backend this build provides: the host stand-in unless built with HIP.
+std::shared_ptr<DeviceBackend> make_default_device_backend();
+
+// mmap + mlock; Error(kResourceExhausted) with the errno text and the RLIMIT_MEMLOCK hint when the
+// kernel refuses to lock the pages. Shared by the host stand-in and tests.
+std::byte* allocate_locked_pages(size_t bytes);
+void free_locked_pages(std::byte* p, size_t bytes);
+
+}  // namespace kvplan

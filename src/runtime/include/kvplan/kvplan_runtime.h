@@ -1,0 +1,167 @@
+/* kvplan runtime — C API (stable; the one installed public header of kvplan).
+ *
+ * Caches packed KV chunks of a kvplan precision plan across a device pool, a pinned host tier and
+ * an optional disk tier, keyed by chained hashes of token chunks. Every object read back is
+ * checked (plan, model, formats and versions, geometry, payload checksum) before it is loaded.
+ *
+ *   kvplan_options* opt;  kvplan_options_create(&opt);
+ *   kvplan_options_set_host_capacity_bytes(opt, 1ull << 30);
+ *   kvplan_runtime* rt;
+ *   if (kvplan_runtime_create("plan.json", opt, &rt) != KVPLAN_OK)
+ *     fprintf(stderr, "%s\n", kvplan_last_error_message());
+ *   kvplan_device_chunk* c;
+ *   kvplan_runtime_acquire_chunk(rt, tokens, n_tokens, 0, &c);   // chunk 0 of tokens
+ *   ... write pages into kvplan_device_chunk_data(c) (or kvplan_device_chunk_write) ...
+ *   kvplan_transfer* t;  kvplan_runtime_store(rt, c, NULL, &t);
+ *   kvplan_transfer_wait(t);  kvplan_transfer_destroy(t);  kvplan_device_chunk_release(rt, c);
+ *   uint64_t prefix;  kvplan_runtime_lookup(rt, tokens, n_tokens, where, max, &prefix);
+ *   kvplan_runtime_load(rt, tokens, n_tokens, UINT64_MAX, &t);  kvplan_transfer_wait(t);
+ *
+ * Conventions: every function returns a kvplan_status; on failure kvplan_last_error_message()
+ * (per thread) says what went wrong. No function throws or aborts on bad input. Handles are
+ * opaque; destroy what you create. All functions are thread-safe unless noted.
+ */
+#ifndef KVPLAN_RUNTIME_H
+#define KVPLAN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define KVPLAN_API __declspec(dllexport)
+#else
+#define KVPLAN_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVPLAN_RUNTIME_ABI_VERSION 1
+
+typedef int32_t kvplan_status;
+enum {
+  KVPLAN_OK = 0,
+  KVPLAN_INVALID_ARGUMENT = 1,
+  KVPLAN_NOT_FOUND = 2,
+  KVPLAN_OUT_OF_RANGE = 3,
+  KVPLAN_DATA_LOSS = 4,          /* a stored object was refused (checksum, plan, format, ...) */
+  KVPLAN_RESOURCE_EXHAUSTED = 5, /* capacity or pinned memory */
+  KVPLAN_UNIMPLEMENTED = 6,
+  KVPLAN_INTERNAL = 7,
+  KVPLAN_IO = 8
+};
+
+/* Where a chunk lives (kvplan_runtime_lookup). */
+enum { KVPLAN_TIER_MISS = 0, KVPLAN_TIER_DEVICE = 1, KVPLAN_TIER_HOST = 2, KVPLAN_TIER_DISK = 3 };
+/* Which half of a page. */
+enum { KVPLAN_KEY = 0, KVPLAN_VALUE = 1 };
+
+typedef struct kvplan_options kvplan_options;
+typedef struct kvplan_runtime kvplan_runtime;
+typedef struct kvplan_device_chunk kvplan_device_chunk;
+typedef struct kvplan_transfer kvplan_transfer;
+
+typedef struct kvplan_stats {
+  uint64_t bytes_device_to_host, bytes_host_to_device, bytes_to_disk, bytes_from_disk;
+  uint64_t stores_ok, stores_failed, stores_deduplicated, loads_chunks;
+  uint64_t lookups, hits_device, hits_host, hits_disk, misses, recomputed_tokens;
+  uint64_t evictions_device, evictions_host, evictions_disk, refusals;
+  double device_to_host_bytes_per_second, device_to_host_t0_seconds;
+  double host_to_device_bytes_per_second, host_to_device_t0_seconds;
+} kvplan_stats;
+
+KVPLAN_API const char* kvplan_last_error_message(void);
+KVPLAN_API uint32_t kvplan_runtime_abi_version(void);
+
+KVPLAN_API kvplan_status kvplan_options_create(kvplan_options** out);
+KVPLAN_API void kvplan_options_destroy(kvplan_options* options);
+KVPLAN_API kvplan_status kvplan_options_set_chunk_tokens(kvplan_options* o, uint64_t tokens);
+KVPLAN_API kvplan_status kvplan_options_set_device_capacity_bytes(kvplan_options* o, uint64_t b);
+KVPLAN_API kvplan_status kvplan_options_set_host_capacity_bytes(kvplan_options* o, uint64_t b);
+/* dir NULL or "" disables the disk tier. */
+KVPLAN_API kvplan_status kvplan_options_set_disk(kvplan_options* o, const char* dir,
+                                                 uint64_t capacity_bytes, int32_t fsync);
+KVPLAN_API kvplan_status kvplan_options_set_model_fingerprint(kvplan_options* o, const char* hex);
+/* The served model's KV geometry (uniform layers); the plan is refused if it differs. */
+KVPLAN_API kvplan_status kvplan_options_set_model_geometry(kvplan_options* o, int32_t n_layers,
+                                                           int32_t n_kv_heads, int32_t head_dim);
+
+/* options may be NULL (defaults). */
+KVPLAN_API kvplan_status kvplan_runtime_create(const char* plan_path, const kvplan_options* options,
+                                               kvplan_runtime** out);
+KVPLAN_API void kvplan_runtime_destroy(kvplan_runtime* rt);
+
+/* Layout queries. */
+KVPLAN_API uint64_t kvplan_runtime_chunk_tokens(const kvplan_runtime* rt);
+KVPLAN_API uint64_t kvplan_runtime_chunk_bytes(const kvplan_runtime* rt);
+KVPLAN_API uint32_t kvplan_runtime_layer_count(const kvplan_runtime* rt);
+KVPLAN_API uint32_t kvplan_runtime_transfer_group_count(const kvplan_runtime* rt);
+KVPLAN_API uint64_t kvplan_runtime_plan_fingerprint(const kvplan_runtime* rt);
+KVPLAN_API kvplan_status kvplan_runtime_page_info(const kvplan_runtime* rt, uint32_t layer,
+                                                  uint64_t page, int32_t side, uint64_t* offset,
+                                                  uint64_t* bytes, uint64_t* n_values);
+/* Packs n_values f32 ([block_size, n_kv_heads, head_dim]) into a page of `bytes` bytes. */
+KVPLAN_API kvplan_status kvplan_runtime_pack_page(const kvplan_runtime* rt, uint32_t layer,
+                                                  int32_t side, const float* values,
+                                                  uint64_t n_values, uint8_t* out, uint64_t bytes);
+KVPLAN_API kvplan_status kvplan_runtime_unpack_page(const kvplan_runtime* rt, uint32_t layer,
+                                                    int32_t side, const uint8_t* packed,
+                                                    uint64_t bytes, float* values,
+                                                    uint64_t n_values);
+
+/* Keys of the whole chunks of tokens; *n_keys = how many (at most capacity written). */
+KVPLAN_API kvplan_status kvplan_runtime_chunk_keys(const kvplan_runtime* rt, const uint32_t* tokens,
+                                                   uint64_t n_tokens, uint64_t* keys,
+                                                   uint64_t capacity, uint64_t* n_keys);
+
+/* A device slot for chunk `chunk_index` of tokens; KVPLAN_RESOURCE_EXHAUSTED if none is free or
+ * the chunk is already on the device. */
+KVPLAN_API kvplan_status kvplan_runtime_acquire_chunk(kvplan_runtime* rt, const uint32_t* tokens,
+                                                      uint64_t n_tokens, uint64_t chunk_index,
+                                                      kvplan_device_chunk** out);
+KVPLAN_API void* kvplan_device_chunk_data(const kvplan_device_chunk* c); /* device pointer */
+KVPLAN_API uint64_t kvplan_device_chunk_bytes(const kvplan_device_chunk* c);
+KVPLAN_API uint64_t kvplan_device_chunk_key(const kvplan_device_chunk* c);
+KVPLAN_API kvplan_status kvplan_device_chunk_write(kvplan_runtime* rt, const kvplan_device_chunk* c,
+                                                   uint64_t offset, const void* src,
+                                                   uint64_t bytes);
+KVPLAN_API kvplan_status kvplan_device_chunk_read(kvplan_runtime* rt, const kvplan_device_chunk* c,
+                                                  uint64_t offset, void* dst, uint64_t bytes);
+/* Hands the slot back and frees the handle. */
+KVPLAN_API kvplan_status kvplan_device_chunk_release(kvplan_runtime* rt, kvplan_device_chunk* c);
+
+/* Device -> host, asynchronous, after the work queued on producer_stream (NULL: default). */
+KVPLAN_API kvplan_status kvplan_runtime_store(kvplan_runtime* rt, const kvplan_device_chunk* c,
+                                              void* producer_stream, kvplan_transfer** out);
+/* Longest cached prefix: tiers[i] (KVPLAN_TIER_*) for up to capacity chunks; *prefix_chunks. */
+KVPLAN_API kvplan_status kvplan_runtime_lookup(kvplan_runtime* rt, const uint32_t* tokens,
+                                               uint64_t n_tokens, int32_t* tiers, uint64_t capacity,
+                                               uint64_t* prefix_chunks);
+/* Host/disk -> device, asynchronous; the loaded chunks come from kvplan_transfer_chunk. */
+KVPLAN_API kvplan_status kvplan_runtime_load(kvplan_runtime* rt, const uint32_t* tokens,
+                                             uint64_t n_tokens, uint64_t max_chunks,
+                                             kvplan_transfer** out);
+KVPLAN_API kvplan_status kvplan_runtime_pin(kvplan_runtime* rt, uint64_t key, int32_t pinned);
+KVPLAN_API kvplan_status kvplan_runtime_evict(kvplan_runtime* rt, uint64_t key);
+KVPLAN_API kvplan_status kvplan_runtime_flush(kvplan_runtime* rt);
+KVPLAN_API kvplan_status kvplan_runtime_stats(const kvplan_runtime* rt, kvplan_stats* out);
+KVPLAN_API uint64_t kvplan_runtime_refusals(const kvplan_runtime* rt);
+
+/* Completion: returns the transfer's status (KVPLAN_DATA_LOSS for a refused object). */
+KVPLAN_API kvplan_status kvplan_transfer_wait(kvplan_transfer* t);
+/* 1 when complete, 0 when still running. */
+KVPLAN_API int32_t kvplan_transfer_ready(const kvplan_transfer* t);
+/* Loads: how many chunks are on the device after kvplan_transfer_wait, and each one (ownership
+ * moves to the caller: release it with kvplan_device_chunk_release). */
+KVPLAN_API uint64_t kvplan_transfer_chunk_count(kvplan_transfer* t);
+KVPLAN_API kvplan_status kvplan_transfer_take_chunk(kvplan_transfer* t, uint64_t index,
+                                                    kvplan_device_chunk** out);
+/* Releases chunks not taken. */
+KVPLAN_API void kvplan_transfer_destroy(kvplan_transfer* t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVPLAN_RUNTIME_H */

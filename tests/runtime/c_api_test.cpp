@@ -1,0 +1,107 @@
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kvplan/kvplan_runtime.h"
+#include "runtime_test_util.h"
+
+namespace kvplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CApiTest : public ::testing::Test {
+ protected:
+  fs::path plan_path =
+      fs::temp_directory_path() / ("kvplan_capi_plan_" + std::to_string(::getpid()) + ".json");
+  void SetUp() override { write_plan(plan_path, test::mixed_plan()); }
+  void TearDown() override { fs::remove(plan_path); }
+};
+
+TEST_F(CApiTest, StoreLookupLoad) {
+  kvplan_options* opt = nullptr;
+  ASSERT_EQ(kvplan_options_create(&opt), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_chunk_tokens(opt, 32), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_host_capacity_bytes(opt, 16ull << 20), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_device_capacity_bytes(opt, 16ull << 20), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 2, 64), KVPLAN_OK);
+  kvplan_runtime* rt = nullptr;
+  ASSERT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_OK)
+      << kvplan_last_error_message();
+  kvplan_options_destroy(opt);
+  EXPECT_EQ(kvplan_runtime_transfer_group_count(rt), 3u);
+
+  std::mt19937_64 rng(5);
+  const auto tokens = test::random_tokens(rng, 70);
+  kvplan_device_chunk* c = nullptr;
+  ASSERT_EQ(kvplan_runtime_acquire_chunk(rt, tokens.data(), tokens.size(), 0, &c), KVPLAN_OK);
+  std::vector<std::byte> bytes(kvplan_device_chunk_bytes(c)), back(bytes.size());
+  test::fill_pattern(bytes.data(), bytes.size(), 99);
+  ASSERT_EQ(kvplan_device_chunk_write(rt, c, 0, bytes.data(), bytes.size()), KVPLAN_OK);
+  kvplan_transfer* t = nullptr;
+  ASSERT_EQ(kvplan_runtime_store(rt, c, nullptr, &t), KVPLAN_OK);
+  EXPECT_EQ(kvplan_transfer_wait(t), KVPLAN_OK);
+  EXPECT_EQ(kvplan_transfer_ready(t), 1);
+  kvplan_transfer_destroy(t);
+  ASSERT_EQ(kvplan_device_chunk_release(rt, c), KVPLAN_OK);
+  // Drop the device copy so the load has to come from the host tier.
+  uint64_t key = 0, n_keys = 0;
+  ASSERT_EQ(kvplan_runtime_chunk_keys(rt, tokens.data(), tokens.size(), &key, 1, &n_keys),
+            KVPLAN_OK);
+  EXPECT_EQ(n_keys, 2u);
+
+  int32_t tiers[2] = {-1, -1};
+  uint64_t prefix = 0;
+  ASSERT_EQ(kvplan_runtime_lookup(rt, tokens.data(), tokens.size(), tiers, 2, &prefix), KVPLAN_OK);
+  EXPECT_EQ(prefix, 1u);
+  EXPECT_EQ(tiers[0], KVPLAN_TIER_DEVICE);
+  EXPECT_EQ(tiers[1], KVPLAN_TIER_MISS);
+
+  ASSERT_EQ(kvplan_runtime_load(rt, tokens.data(), tokens.size(), UINT64_MAX, &t), KVPLAN_OK);
+  EXPECT_EQ(kvplan_transfer_wait(t), KVPLAN_OK);
+  ASSERT_EQ(kvplan_transfer_chunk_count(t), 1u);
+  kvplan_device_chunk* loaded = nullptr;
+  ASSERT_EQ(kvplan_transfer_take_chunk(t, 0, &loaded), KVPLAN_OK);
+  EXPECT_EQ(kvplan_transfer_take_chunk(t, 0, &loaded), KVPLAN_OUT_OF_RANGE);
+  kvplan_transfer_destroy(t);
+  ASSERT_EQ(kvplan_device_chunk_read(rt, loaded, 0, back.data(), back.size()), KVPLAN_OK);
+  EXPECT_EQ(back, bytes);
+  EXPECT_EQ(kvplan_device_chunk_key(loaded), key);
+  ASSERT_EQ(kvplan_device_chunk_release(rt, loaded), KVPLAN_OK);
+
+  kvplan_stats s{};
+  ASSERT_EQ(kvplan_runtime_stats(rt, &s), KVPLAN_OK);
+  EXPECT_EQ(s.stores_ok, 1u);
+  EXPECT_EQ(s.bytes_device_to_host, bytes.size());
+  EXPECT_EQ(kvplan_runtime_refusals(rt), 0u);
+  kvplan_runtime_destroy(rt);
+}
+
+TEST_F(CApiTest, ErrorsAreCodesAndMessages) {
+  kvplan_runtime* rt = nullptr;
+  EXPECT_EQ(kvplan_runtime_create("/nonexistent/plan.json", nullptr, &rt), KVPLAN_NOT_FOUND);
+  EXPECT_NE(std::string(kvplan_last_error_message()).find("/nonexistent/plan.json"),
+            std::string::npos);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_EQ(kvplan_runtime_create(nullptr, nullptr, &rt), KVPLAN_INVALID_ARGUMENT);
+  kvplan_options* opt = nullptr;
+  ASSERT_EQ(kvplan_options_create(&opt), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 4, 64), KVPLAN_OK);
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvplan_last_error_message()).find("KV heads"), std::string::npos);
+  ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 2, 64), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_chunk_tokens(opt, 24), KVPLAN_OK);  // not a multiple of 16
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
+  kvplan_options_destroy(opt);
+  EXPECT_EQ(kvplan_transfer_wait(nullptr), KVPLAN_INVALID_ARGUMENT);
+  EXPECT_EQ(kvplan_runtime_abi_version(), static_cast<uint32_t>(KVPLAN_RUNTIME_ABI_VERSION));
+}
+
+}  // namespace
+}  // namespace kvplan

@@ -1,0 +1,122 @@
+#include "runtime/plan_layout.h"
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "plan/memory_estimate.h"
+#include "runtime_test_util.h"
+
+namespace kvplan {
+namespace {
+
+TEST(PlanLayout, PageBytesComputedByHand) {
+  const Plan plan = test::mixed_plan(2, 64, 16);
+  const PlanLayout layout(plan, {.chunk_tokens = 64});
+  EXPECT_EQ(layout.pages_per_chunk(), 4u);
+  // bf16: 16 tokens x 2 heads x 64 values x 2 B.
+  EXPECT_EQ(layout.layer(0).key_page_bytes, 16u * 2 * 128);
+  // q4_0: 64 values = 2 blocks of 18 B.
+  EXPECT_EQ(layout.layer(1).key_page_bytes, 16u * 2 * 36);
+  // int8 group 32: 2 x (4 + 32) B; int4: 2 x (4 + 16) B.
+  EXPECT_EQ(layout.layer(2).key_page_bytes, 16u * 2 * 72);
+  EXPECT_EQ(layout.layer(2).value_page_bytes, 16u * 2 * 40);
+}
+
+TEST(PlanLayout, MatchesTheEstimatorPerChunk) {
+  const Plan plan = test::mixed_plan(3, 64, 16);
+  const PlanLayout layout(plan, {.chunk_tokens = 128});
+  for (int l = 0; l < layout.n_layers(); ++l) {
+    const uint64_t est = layer_kv_bytes(plan.model.geometry.layers[l], plan.layers[l].pair,
+                                        plan.quantization, 128, l);
+    EXPECT_EQ(layout.layer(l).page_bytes() * layout.pages_per_chunk(), est) << "layer " << l;
+  }
+}
+
+TEST(PlanLayout, GroupsIdenticalLayersEvenWhenNotAdjacent) {
+  const PlanLayout layout(test::mixed_plan(), {.chunk_tokens = 32});
+  ASSERT_EQ(layout.groups().size(), 3u);
+  EXPECT_EQ(layout.group(0).layers, (std::vector<int>{0, 4}));
+  EXPECT_EQ(layout.group(1).layers, (std::vector<int>{1, 3}));
+  EXPECT_EQ(layout.group(2).layers, (std::vector<int>{2}));
+  size_t total = 0;
+  for (const TransferGroup& g : layout.groups()) {
+    EXPECT_EQ(g.chunk_offset, total);
+    total += g.chunk_bytes;
+  }
+  EXPECT_EQ(total, layout.chunk_bytes());
+  // Page offsets tile the chunk image exactly once.
+  std::vector<int> covered(layout.chunk_bytes(), 0);
+  for (int l = 0; l < layout.n_layers(); ++l) {
+    for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
+      for (KvSide s : {KvSide::kKey, KvSide::kValue}) {
+        const size_t off = layout.page_offset(l, p, s);
+        for (size_t i = 0; i < layout.page_bytes(l, s); ++i) ++covered[off + i];
+      }
+    }
+  }
+  for (size_t i = 0; i < covered.size(); ++i) ASSERT_EQ(covered[i], 1) << "byte " << i;
+}
+
+TEST(PlanLayout, MiniMaxSlotPlanHasTwoGroups) {
+  const Plan plan = read_plan(std::filesystem::path(KVPLAN_SOURCE_DIR) /
+                              "configs/plans/minimax-m2.5-slot134.json");
+  const PlanLayout layout(plan, {.chunk_tokens = 256});
+  ASSERT_EQ(layout.groups().size(), 2u);
+  EXPECT_EQ(layout.group(0).layers, (std::vector<int>{0, 1, 60, 61}));
+  EXPECT_EQ(layout.group(1).layers.size(), 58u);
+  // bf16: 512 B per token per KV head (K+V); slot: 134.
+  EXPECT_EQ(layout.layer(0).page_bytes(), 16u * 8 * 512);
+  EXPECT_EQ(layout.layer(5).page_bytes(), 16u * 8 * 134);
+  EXPECT_EQ(layout.chunk_bytes(), 256u * 8 * (4 * 512 + 58 * 134));
+  std::vector<float> v(layout.page_values(5));
+  std::vector<uint8_t> out(layout.page_bytes(5, KvSide::kKey));
+  EXPECT_THROW(layout.pack_page(5, KvSide::kKey, v, out), Error);
+}
+
+TEST(PlanLayout, RefusesBadChunkSizes) {
+  const Plan plan = test::mixed_plan(2, 64, 16);
+  EXPECT_THROW(PlanLayout(plan, {.chunk_tokens = 24}), Error);
+  EXPECT_THROW(PlanLayout(plan, {.chunk_tokens = 0}), Error);
+  Plan kivi = plan;
+  kivi.quantization.mode = QuantMode::kKivi;
+  kivi.quantization.group_size = 32;
+  kivi.quantization.residual_length = 32;
+  EXPECT_THROW(PlanLayout(kivi, {.chunk_tokens = 64}), Error);  // block 16 < group 32
+}
+
+// Pack then unpack every page kind; compare with an f64 bound from the format's step.
+TEST(PlanLayout, PackUnpackRoundTripPerTokenAndKivi) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (QuantMode mode : {QuantMode::kPerToken, QuantMode::kKivi}) {
+    Plan plan = test::mixed_plan(2, 64, 32);
+    plan.quantization.mode = mode;
+    const PlanLayout layout(plan, {.chunk_tokens = 64});
+    for (int l = 0; l < layout.n_layers(); ++l) {
+      for (KvSide s : {KvSide::kKey, KvSide::kValue}) {
+        std::vector<float> v(layout.page_values(l)), back(v.size());
+        for (float& x : v) x = normal(rng);
+        std::vector<uint8_t> bytes(layout.page_bytes(l, s));
+        layout.pack_page(l, s, v, bytes);
+        layout.unpack_page(l, s, bytes, back);
+        double err = 0, ref = 0;
+        for (size_t i = 0; i < v.size(); ++i) {
+          ASSERT_FALSE(std::isnan(back[i]));
+          err += (double(v[i]) - back[i]) * (double(v[i]) - back[i]);
+          ref += double(v[i]) * v[i];
+        }
+        const Format f = s == KvSide::kKey ? layout.layer(l).pair.key : layout.layer(l).pair.value;
+        const double bound =
+            f.family() == FormatFamily::kPlain ? 1e-4 : (f.info().bits == 4 ? 0.03 : 0.001);
+        EXPECT_LT(err / ref, bound) << f.name() << " layer " << l;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvplan
