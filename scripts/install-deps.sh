@@ -13,6 +13,8 @@ packages=(
   libpcre2-dev libxxhash-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # HIP (ARCHITECTURE §4): CI compiles the AMD kernels; running them needs an AMD GPU
+  hipcc libamdhip64-dev
   # scripts/fetch-smollm2.sh downloads the test model's wheel with pip
   python3 python3-pip ca-certificates
 )
