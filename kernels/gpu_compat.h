@@ -23,6 +23,7 @@ using hipMemcpyKind = cudaMemcpyKind;
 
 inline constexpr hipError_t hipSuccess = cudaSuccess;
 inline constexpr hipError_t hipErrorNoDevice = cudaErrorNoDevice;
+inline constexpr hipError_t hipErrorInsufficientDriver = cudaErrorInsufficientDriver;
 inline constexpr hipMemcpyKind hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
 inline constexpr hipMemcpyKind hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
 inline constexpr hipMemcpyKind hipMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;
@@ -85,10 +86,11 @@ inline hipError_t hipEventElapsedTime(float* ms, hipEvent_t a, hipEvent_t b) {
 
 namespace kvplan::gpu {
 
+// "No device" (no GPU, or no driver for one) is the signal to fall back to the CPU, not a failure.
 inline Status device_error(hipError_t e, const char* call) {
-  if (e == hipErrorNoDevice)
-    return {StatusCode::kNoDevice, static_cast<int>(e), "no GPU found", call};
-  return {StatusCode::kDeviceError, static_cast<int>(e), hipGetErrorString(e), call};
+  const bool no_device = e == hipErrorNoDevice || e == hipErrorInsufficientDriver;
+  return {no_device ? StatusCode::kNoDevice : StatusCode::kDeviceError, static_cast<int>(e),
+          hipGetErrorString(e), call};
 }
 
 }  // namespace kvplan::gpu

@@ -44,7 +44,7 @@ std::string status_reason(const gpu::Status& s) {
     case gpu::StatusCode::kNotCompiled:
       return "no GPU support compiled in; build with -DKVPLAN_HIP=AMD or -DKVPLAN_HIP=NVIDIA";
     case gpu::StatusCode::kNoDevice:
-      return fmt::format("{} runtime found no GPU", gpu::backend_name());
+      return fmt::format("{} runtime found no GPU: {}", gpu::backend_name(), s.message);
     default:
       return fmt::format("{}: {} ({})", s.call, s.message, s.api_error);
   }
