@@ -1,0 +1,49 @@
+// The real error the validation loop measures: mean KL(exact || quantized) of next-token
+// distributions over held-out prompts, with every layer's KV quantized by its pair. The exact-KV
+// log-probabilities are computed once; each measurement runs only the quantized model. Prompts run
+// in parallel, each with serial GEMMs, and sums are reduced in prompt order, so results do not
+// depend on the thread count.
+//
+//   HeldOutKl kl(model, prompts, settings);
+//   HeldOutKl::Result r = kl.measure(pairs);  // r.mean_kl, r.top1_agreement, r.ppl
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "formats/kv_pair.h"
+#include "model/transformer.h"
+#include "plan/quant_settings.h"
+
+namespace kvplan::search {
+
+class HeldOutKl {
+ public:
+  struct Result {
+    double mean_kl = 0;         // nats per scored position
+    double top1_agreement = 0;  // fraction of positions whose argmax matches exact KV
+    double ppl = 0;             // perplexity of the prompts' own next tokens, quantized KV
+    double ppl_exact = 0;
+    int64_t scored = 0;
+  };
+
+  // Throws Error(kInvalidArgument) if there are no prompts with at least two tokens.
+  HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
+            const QuantSettings& settings);
+
+  // `pairs` has one entry per model layer.
+  [[nodiscard]] Result measure(const std::vector<KvPair>& pairs) const;
+  [[nodiscard]] int64_t n_tokens() const;
+
+ private:
+  const Transformer& model_;
+  std::vector<std::vector<int32_t>> prompts_;
+  QuantSettings settings_;
+  std::vector<Eigen::MatrixXd> exact_log_probs_;  // per prompt [T - 1, vocab]
+  double exact_nll_ = 0;
+  int64_t scored_ = 0;
+};
+
+}  // namespace kvplan::search
