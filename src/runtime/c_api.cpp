@@ -364,10 +364,11 @@ kvplan_status kvplan_runtime_pin(kvplan_runtime* rt, uint64_t key, int32_t pinne
   });
 }
 
-kvplan_status kvplan_runtime_evict(kvplan_runtime* rt, uint64_t key) {
+kvplan_status kvplan_runtime_evict(kvplan_runtime* rt, uint64_t key, int32_t tier) {
   return guarded([&]() -> kvplan_status {
-    KVPLAN_REQUIRE(rt != nullptr, "evict: NULL runtime");
-    if (!rt->rt->evict(key)) {
+    KVPLAN_REQUIRE(rt != nullptr && tier >= KVPLAN_TIER_MISS && tier <= KVPLAN_TIER_DISK,
+                   "evict: expected a runtime and a KVPLAN_TIER_* value");
+    if (!rt->rt->evict_from(key, static_cast<kvplan::Tier>(tier))) {
       return set_error(KVPLAN_RESOURCE_EXHAUSTED,
                        fmt::format("chunk {:016x} is pinned or in use", key));
     }

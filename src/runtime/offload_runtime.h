@@ -48,6 +48,12 @@ struct RuntimeOptions {
   std::filesystem::path disk_dir;                 // empty: no disk tier
   uint64_t disk_capacity_bytes = 16ull << 30;
   bool disk_fsync = true;
+  // Checksum every payload as it enters the host tier and verify it on every host -> device load
+  // (default). Off: host-tier payloads are copied without hashing (the tier is this process's own
+  // pinned memory; headers are still checked) and the checksum is computed when a chunk spills to
+  // disk — disk objects are always verified. Off roughly doubles host-tier bandwidth on machines
+  // whose hash rate is close to their memcpy rate.
+  bool verify_host_payloads = true;
   // Hex fingerprint of the model being served; empty = the plan's. When both are non-empty they
   // must be equal.
   std::string model_fingerprint;

@@ -308,3 +308,39 @@ TEST(PinnedMemory, IsLockedOrRefused) {
 
 }  // namespace
 }  // namespace kvplan
+
+namespace kvplan {
+namespace {
+
+// With host payload checksums off, the checksum is computed when a chunk spills, so disk objects
+// still round-trip and a corrupted disk byte is still refused.
+TEST_F(DiskTierTest, UnverifiedHostTierStillSealsDiskObjects) {
+  const auto tokens = test::random_tokens(rng, 32 * 3);
+  RuntimeOptions o = disk_options(plan);
+  o.verify_host_payloads = false;
+  o.device_capacity_bytes = 2 * layout.chunk_bytes();
+  OffloadRuntime rt(plan, o);
+  const auto keys = fill(rt, tokens, 3);  // 0 and 1 spill to disk
+  const LoadResult ok = rt.load(tokens, 1).get();
+  ASSERT_TRUE(ok.status.ok) << ok.status.message;
+  ASSERT_EQ(ok.chunks.size(), 1u);
+  std::vector<std::byte> back(layout.chunk_bytes());
+  rt.read_device(ok.chunks[0], 0, back);
+  EXPECT_EQ(test::count_pattern_mismatches(back.data(), back.size(), keys[0]), 0u);
+  rt.release(ok.chunks[0]);
+  {
+    std::fstream f(*rt.disk_path_for_testing(keys[1]),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(300);
+    f.put('\x5a');
+  }
+  ASSERT_TRUE(rt.evict_from(keys[0], Tier::kDevice));
+  // Chunk 0 is still on disk; chunk 1's file is corrupt.
+  const LoadResult bad = rt.load(tokens).get();
+  EXPECT_EQ(bad.chunks.size(), 1u);
+  EXPECT_EQ(bad.status.refusal, RefusalReason::kChecksum);
+  for (const DeviceChunk& c : bad.chunks) rt.release(c);
+}
+
+}  // namespace
+}  // namespace kvplan

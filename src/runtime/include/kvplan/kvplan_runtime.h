@@ -143,7 +143,9 @@ KVPLAN_API kvplan_status kvplan_runtime_load(kvplan_runtime* rt, const uint32_t*
                                              uint64_t n_tokens, uint64_t max_chunks,
                                              kvplan_transfer** out);
 KVPLAN_API kvplan_status kvplan_runtime_pin(kvplan_runtime* rt, uint64_t key, int32_t pinned);
-KVPLAN_API kvplan_status kvplan_runtime_evict(kvplan_runtime* rt, uint64_t key);
+/* Drops the chunk from `tier` (KVPLAN_TIER_DEVICE/HOST/DISK), or from every tier with
+ * KVPLAN_TIER_MISS; KVPLAN_RESOURCE_EXHAUSTED if it is pinned or in use there. */
+KVPLAN_API kvplan_status kvplan_runtime_evict(kvplan_runtime* rt, uint64_t key, int32_t tier);
 KVPLAN_API kvplan_status kvplan_runtime_flush(kvplan_runtime* rt);
 KVPLAN_API kvplan_status kvplan_runtime_stats(const kvplan_runtime* rt, kvplan_stats* out);
 KVPLAN_API uint64_t kvplan_runtime_refusals(const kvplan_runtime* rt);
