@@ -302,7 +302,11 @@ TEST(PinnedMemory, IsLockedOrRefused) {
   while (std::getline(status, line)) {
     if (line.rfind("VmLck:", 0) == 0) locked_kb = std::stol(line.substr(6));
   }
+#if defined(__SANITIZE_ADDRESS__)
+  (void)locked_kb;  // ASan intercepts mlock as a no-op, so VmLck stays 0 there
+#else
   EXPECT_GE(locked_kb, 1024);
+#endif
   free_locked_pages(p, 1 << 20);
 }
 
