@@ -183,6 +183,13 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
   if (options.last_logits_only) {
     const RowMatrix last = x.bottomRows(1);
     rms_norm(last, weights_.output_norm, c.rms_norm_eps, normed);
+  } else if (options.logits_from_row > 0) {
+    if (options.logits_from_row >= static_cast<size_t>(T)) {
+      fail(ErrorCode::kInvalidArgument, "forward: logits_from_row {} is not below the {} rows",
+           options.logits_from_row, T);
+    }
+    const RowMatrix tail = x.bottomRows(T - static_cast<Eigen::Index>(options.logits_from_row));
+    rms_norm(tail, weights_.output_norm, c.rms_norm_eps, normed);
   } else {
     rms_norm(x, weights_.output_norm, c.rms_norm_eps, normed);
   }

@@ -34,6 +34,9 @@ struct ForwardCapture {
 
 struct ForwardOptions {
   bool last_logits_only = false;  // compute logits for the chunk's last token only (generation)
+  // Otherwise logits for rows [logits_from_row, T) only (the profiler scores the second half of a
+  // prompt); 0 = every row. Must be < T.
+  size_t logits_from_row = 0;
 };
 
 // Sets the threads used by Eigen's GEMMs and the OpenMP loops (0 = leave as is).

@@ -1,0 +1,230 @@
+// kvplan profile: per-layer KV sensitivity (KVTuner's e_k, e_v, e_a, e_o, dKL) of a model for every
+// candidate (key, value) format pair, written to profile.json; `kvplan profile merge` joins shards.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "model/load_tokenizer.h"
+#include "model/model_weights.h"
+#include "model/transformer.h"
+#include "profile/calibration.h"
+#include "profile/profile_summary.h"
+#include "profile/profiler.h"
+#include "profile/progress.h"
+#include "profile/shard_merge.h"
+
+namespace kvplan::cli {
+namespace {
+
+struct ProfileCommandOptions {
+  std::string model, prompts, candidates, mode = "per-token", shard, output;
+  int64_t group_size = 32, residual_length = 32;
+  int max_tokens = 128, num_prompts = 0, kl_prompts = 8, threads = 0;
+  bool resume = false, exact_chunk = false, json = false;
+};
+
+struct MergeCommandOptions {
+  std::string output;
+  std::vector<std::string> inputs;
+  bool json = false;
+};
+
+void parse_shard(const std::string& text, int& index, int& count) {
+  const size_t slash = text.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    size_t used = 0;
+    index = std::stoi(text.substr(0, slash), &used);
+    if (used != slash) throw std::invalid_argument("index");
+    const std::string rest = text.substr(slash + 1);
+    count = std::stoi(rest, &used);
+    if (used != rest.size()) throw std::invalid_argument("count");
+  } catch (const std::exception&) {
+    fail(ErrorCode::kInvalidArgument, "--shard '{}': expected i/n, e.g. 0/8", text);
+  }
+  if (count < 1 || index < 0 || index >= count) {
+    fail(ErrorCode::kInvalidArgument, "--shard '{}': expected 0 <= i < n", text);
+  }
+}
+
+nlohmann::ordered_json summary_json(const Profile& p) {
+  nlohmann::ordered_json j;
+  j["output_cells"] = p.n_present();
+  j["total_cells"] = p.n_cells();
+  j["complete"] = p.complete();
+  for (const char* m : {"dkl", "e_o"}) {
+    for (const char* low : {"int4", "int2"}) {
+      if (const auto r = key_value_sensitivity_ratio(p, m, "int8", low)) {
+        j["key_value_ratio"][fmt::format("{}_{}", m, low)] = *r;
+      }
+    }
+  }
+  const std::string v = monotonicity_violations(p);
+  j["monotonic_kv8_kv4_kv2"] = v.empty();
+  if (!v.empty()) j["monotonicity_violations"] = v;
+  j["timings"] = p.timings;
+  return j;
+}
+
+void print_summary(const Profile& p, const std::string& path, bool json) {
+  const nlohmann::ordered_json s = summary_json(p);
+  if (json) {
+    std::printf("%s\n", s.dump(2).c_str());
+    return;
+  }
+  std::printf(
+      "profile      %s (%zu/%zu cells%s)\n", path.c_str(), p.n_present(), p.n_cells(),
+      p.shard_count > 1 ? fmt::format(", shard {}/{}", p.shard_index, p.shard_count).c_str() : "");
+  std::printf("model        %s, %d layers, %zu candidate pairs\n", p.model.name.c_str(),
+              p.model.num_layers, p.candidates.size());
+  std::printf("calibration  %s: %d prompts, %lld tokens (dKL: %d prompts, %lld positions)\n",
+              p.calibration.source.c_str(), p.calibration.prompts,
+              static_cast<long long>(p.calibration.tokens), p.calibration.kl_prompts,
+              static_cast<long long>(p.calibration.kl_tokens));
+  if (s.contains("key_value_ratio")) {
+    for (const auto& [k, v] : s["key_value_ratio"].items()) {
+      std::printf("K/V ratio    %-10s %.3f  (keys low / values low; > 1: keys more sensitive)\n",
+                  k.c_str(), v.get<double>());
+    }
+  }
+  if (p.complete()) {
+    std::printf("KV8<KV4<KV2  %s\n", s["monotonic_kv8_kv4_kv2"].get<bool>()
+                                         ? "every metric, every layer"
+                                         : s["monotonicity_violations"].get<std::string>().c_str());
+  }
+  if (p.timings.contains("total_s")) {
+    std::printf("time         %s total, %.2f s per cell (%d threads)\n",
+                format_duration(p.timings["total_s"].get<double>()).c_str(),
+                p.timings.value("seconds_per_cell", 0.0), p.timings.value("threads", 0));
+  }
+}
+
+void run_profile_command(const ProfileCommandOptions& o) {
+  if (o.model.empty()) fail(ErrorCode::kInvalidArgument, "--model is required");
+  if (o.output.empty()) fail(ErrorCode::kInvalidArgument, "-o/--output is required");
+  ProfileOptions opt;
+  if (!o.shard.empty()) parse_shard(o.shard, opt.shard_index, opt.shard_count);
+  if (o.group_size <= 0 || o.residual_length <= 0) {
+    fail(ErrorCode::kInvalidArgument, "--group-size and --residual-length must be positive");
+  }
+  opt.settings.mode = parse_quant_mode(o.mode);
+  opt.settings.group_size = static_cast<size_t>(o.group_size);
+  opt.settings.residual_length = static_cast<size_t>(o.residual_length);
+  opt.settings.validate();
+  if (!o.candidates.empty()) opt.candidates = parse_candidates(o.candidates);
+  opt.kl_prompts = o.kl_prompts;
+  opt.threads = o.threads;
+  opt.chunk_attends_quantized = !o.exact_chunk;
+  opt.tool_version = KVPLAN_VERSION;
+  std::unique_ptr<Profile> resume;
+  if (o.resume && std::filesystem::exists(o.output)) {
+    resume = std::make_unique<Profile>(read_profile(o.output));
+    opt.resume = resume.get();
+    spdlog::info("resuming {}: {} of {} cells present", o.output, resume->n_present(),
+                 resume->n_cells());
+  }
+
+  // The prompts are read before the (possibly large) model so that a bad file fails at once.
+  const std::filesystem::path prompts = o.prompts.empty()
+                                            ? config_dir() / "calibration" / "default.jsonl"
+                                            : std::filesystem::path(o.prompts);
+  const std::vector<CalibrationItem> items = read_calibration_file(prompts);
+  const auto load_start = std::chrono::steady_clock::now();
+  const ModelWeights weights = load_model_weights(o.model);
+  const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  spdlog::info("loaded {} ({} layers) in {:.2f} s", weights.config.name, weights.config.n_layers,
+               load_s);
+  const CalibrationSet cal =
+      tokenize_calibration(items, prompts.string(), *tokenizer, weights.config,
+                           {.max_tokens = o.max_tokens, .num_prompts = o.num_prompts});
+  spdlog::info("calibration {}: {} prompts, {} tokens", prompts.string(), cal.prompts.size(),
+               cal.n_tokens);
+
+  const Transformer model(weights);
+  ProgressPrinter printer(stderr);
+  opt.progress = [&](const ProfileProgress& p) { printer.update(p); };
+  opt.checkpoint = [&](const Profile& partial) { write_profile(o.output, partial); };
+  Profile profile = run_profile(model, cal, opt);
+  printer.finish();
+  profile.timings["load_s"] = load_s;
+  write_profile(o.output, profile);
+  print_summary(profile, o.output, o.json);
+}
+
+void run_merge_command(const MergeCommandOptions& o) {
+  std::vector<Profile> shards;
+  for (const std::string& path : o.inputs) shards.push_back(read_profile(path));
+  const Profile merged = merge_profiles(shards, o.inputs);
+  write_profile(o.output, merged);
+  if (o.json) {
+    std::printf("%s\n", summary_json(merged).dump(2).c_str());
+  } else {
+    std::printf("merged       %zu shards -> %s\n", shards.size(), o.output.c_str());
+    print_summary(merged, o.output, false);
+  }
+}
+
+}  // namespace
+
+void register_profile_command(CLI::App& app) {
+  auto o = std::make_shared<ProfileCommandOptions>();
+  auto m = std::make_shared<MergeCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile", "Measure each layer's sensitivity to K/V quantization (KVTuner metrics)");
+  cmd->footer(
+      "Example: kvplan profile --model SmolLM2-135M-Instruct.Q4_1.gguf -o profile.json\n"
+      "         kvplan profile --model m.gguf --candidates KV8,K8V4,KV4,q8_0/q4_0 --mode kivi "
+      "-o p.json\n"
+      "Sharded: kvplan profile --model m.gguf --shard 0/3 -o s0.json   (also 1/3, 2/3)\n"
+      "         kvplan profile merge -o profile.json s0.json s1.json s2.json\n"
+      "Default calibration: configs/calibration/default.jsonl. Metrics: src/profile/metrics.h;\n"
+      "see docs/profiling-at-scale.md for Slurm and Kubernetes.");
+  cmd->add_option("--model", o->model, "A .gguf file or an HF model directory");
+  cmd->add_option("--prompts", o->prompts,
+                  "Calibration: text (prompts separated by blank lines) or JSONL with "
+                  "{\"text\"}, {\"messages\"} or {\"tokens\"} (default: the built-in set)");
+  cmd->add_option("--candidates", o->candidates,
+                  "Comma-separated pairs: K8V4,KV4,q8_0/q4_0,fp8_e4m3/int4 (default: K{8,4,2} x "
+                  "V{8,4,2} int)");
+  cmd->add_option("--mode", o->mode, "per-token (default) or kivi");
+  cmd->add_option("--group-size", o->group_size, "Quantization group (default 32)");
+  cmd->add_option("--residual-length", o->residual_length,
+                  "kivi: full-precision window, a multiple of the group (default 32)");
+  cmd->add_option("--max-tokens", o->max_tokens,
+                  "Tokens per prompt, BOS included; longer prompts are truncated (default 128)");
+  cmd->add_option("--num-prompts", o->num_prompts, "Use the first N prompts (default: all)");
+  cmd->add_option("--kl-prompts", o->kl_prompts,
+                  "Prompts dKL re-runs, evenly spaced (default 8; 0 = all)");
+  cmd->add_option("--shard", o->shard, "Compute shard i of n (0-based), e.g. 2/8");
+  cmd->add_flag("--resume", o->resume, "Keep the cells already in the -o file, compute the rest");
+  cmd->add_option("--threads", o->threads, "Worker threads (default: all cores)");
+  cmd->add_flag("--exact-chunk", o->exact_chunk,
+                "A prompt's own attention reads exact K/V (KIVI prefill; default: quantized)");
+  cmd->add_option("-o,--output", o->output, "profile.json to write (atomically)");
+  cmd->add_flag("--json", o->json, "Print the summary as JSON");
+
+  CLI::App* merge = cmd->add_subcommand("merge", "Join shard profiles into one profile.json");
+  merge->footer("Example: kvplan profile merge -o profile.json shard-*.json");
+  merge->add_option("-o,--output", m->output, "Merged profile.json")->required();
+  merge->add_option("shards", m->inputs, "Shard files")->required();
+  merge->add_flag("--json", m->json, "Print the summary as JSON");
+  merge->callback([m] { run_merge_command(*m); });
+  cmd->callback([o, cmd, merge] {
+    if (merge->parsed()) return;
+    (void)cmd;
+    run_profile_command(*o);
+  });
+}
+
+}  // namespace kvplan::cli

@@ -1,0 +1,31 @@
+#include "profile/kv_roundtrip.h"
+
+#include <cstring>
+
+#include "model/kv_cache.h"
+
+namespace kvplan {
+
+RowMatrix kv_roundtrip(const RowMatrix& rows, KvSide side, Format format,
+                       const QuantSettings& settings, int layer, int n_kv_heads, int head_dim) {
+  // The other side is f32, which packs losslessly whatever the mode.
+  const Format plain(FormatId::kF32);
+  const KvPair pair = side == KvSide::kKey ? KvPair{format, plain} : KvPair{plain, format};
+  LayerKvCache cache(layer, n_kv_heads, head_dim, /*exact=*/false, pair, settings);
+  const size_t T = static_cast<size_t>(rows.rows());
+  const size_t stride = static_cast<size_t>(rows.cols());
+  cache.append(rows.data(), rows.data(), T, stride);
+  cache.commit();
+  RowMatrix out(rows.rows(), rows.cols());
+  const size_t hd = static_cast<size_t>(head_dim);
+  for (int h = 0; h < n_kv_heads; ++h) {
+    const float* src = side == KvSide::kKey ? cache.keys(h) : cache.values(h);
+    for (size_t t = 0; t < T; ++t) {
+      std::memcpy(out.row(static_cast<Eigen::Index>(t)).data() + static_cast<size_t>(h) * hd,
+                  src + t * hd, hd * sizeof(float));
+    }
+  }
+  return out;
+}
+
+}  // namespace kvplan

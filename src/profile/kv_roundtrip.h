@@ -1,0 +1,21 @@
+// The K or V rows a quantized KV cache gives back for exact rows: the captured [T, n_kv * head_dim]
+// matrix pushed through a real model/kv_cache.h layer (pack + unpack with src/formats, the mode's
+// grouping, kivi's full-precision residual window) in one prefill chunk, as the harness would.
+//
+//   RowMatrix k_hat = kvplan::kv_roundtrip(k, KvSide::kKey, Format::parse("int4"), settings,
+//                                          layer, n_kv_heads, head_dim);
+#pragma once
+
+#include "formats/format.h"
+#include "model/model_weights.h"
+#include "plan/quant_settings.h"
+
+namespace kvplan {
+
+enum class KvSide { kKey, kValue };
+
+// Throws Error(kInvalidArgument) naming the layer and format when it cannot pack these rows.
+RowMatrix kv_roundtrip(const RowMatrix& rows, KvSide side, Format format,
+                       const QuantSettings& settings, int layer, int n_kv_heads, int head_dim);
+
+}  // namespace kvplan

@@ -1,0 +1,299 @@
+#include "profile/profile_data.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/file_io.h"
+
+namespace kvplan {
+namespace {
+
+using Json = nlohmann::json;
+
+// Field access that names the file and the JSON path in every error.
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : source_(source) {}
+
+  const Json& at(const Json& obj, const std::string& key, const std::string& path) const {
+    if (!obj.is_object() || !obj.contains(key)) {
+      fail(ErrorCode::kInvalidArgument, "{}: field '{}' is missing", source_, join(path, key));
+    }
+    return obj[key];
+  }
+  std::string str(const Json& obj, const std::string& key, const std::string& path) const {
+    const Json& v = at(obj, key, path);
+    if (!v.is_string()) bad(path, key, "a string", v);
+    return v.get<std::string>();
+  }
+  int64_t integer(const Json& obj, const std::string& key, const std::string& path,
+                  int64_t min) const {
+    const Json& v = at(obj, key, path);
+    if (!v.is_number_integer() || v.get<int64_t>() < min) {
+      bad(path, key, fmt::format("an integer >= {}", min), v);
+    }
+    return v.get<int64_t>();
+  }
+  double number(const Json& obj, const std::string& key, const std::string& path) const {
+    const Json& v = at(obj, key, path);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+      bad(path, key, "a finite number >= 0", v);
+    }
+    return v.get<double>();
+  }
+  bool boolean(const Json& obj, const std::string& key, const std::string& path) const {
+    const Json& v = at(obj, key, path);
+    if (!v.is_boolean()) bad(path, key, "true or false", v);
+    return v.get<bool>();
+  }
+  [[noreturn]] void bad(const std::string& path, const std::string& key, const std::string& want,
+                        const Json& got) const {
+    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected {}, got {}", source_,
+         join(path, key), want, got.dump());
+  }
+  [[noreturn]] void invalid(const std::string& path, const std::string& what) const {
+    fail(ErrorCode::kInvalidArgument, "{}: field '{}': {}", source_, path, what);
+  }
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+ private:
+  const std::string& source_;
+};
+
+}  // namespace
+
+void Profile::reset_cells() {
+  cells.assign(static_cast<size_t>(model.num_layers),
+               std::vector<std::optional<ProfileCell>>(candidates.size()));
+}
+
+const ProfileCell* Profile::cell(int layer, size_t candidate) const {
+  if (layer < 0 || static_cast<size_t>(layer) >= cells.size()) return nullptr;
+  const auto& row = cells[static_cast<size_t>(layer)];
+  if (candidate >= row.size() || !row[candidate]) return nullptr;
+  return &*row[candidate];
+}
+
+size_t Profile::n_present() const {
+  size_t n = 0;
+  for (const auto& row : cells) {
+    for (const auto& c : row) n += c.has_value();
+  }
+  return n;
+}
+
+nlohmann::ordered_json profile_to_json(const Profile& p) {
+  using OJson = nlohmann::ordered_json;
+  OJson j;
+  j["schema"] = kProfileSchema;
+  j["tool_version"] = p.tool_version;
+  j["model"] = {{"name", p.model.name},
+                {"architecture", p.model.architecture},
+                {"fingerprint", p.model.fingerprint},
+                {"num_layers", p.model.num_layers},
+                {"num_attention_heads", p.model.num_attention_heads},
+                {"num_kv_heads", p.model.num_kv_heads},
+                {"head_dim", p.model.head_dim}};
+  j["calibration"] = {
+      {"source", p.calibration.source},         {"hash", p.calibration.hash},
+      {"prompts", p.calibration.prompts},       {"tokens", p.calibration.tokens},
+      {"max_tokens", p.calibration.max_tokens}, {"truncated", p.calibration.truncated},
+      {"kl_prompts", p.calibration.kl_prompts}, {"kl_tokens", p.calibration.kl_tokens}};
+  j["quantization"] = {{"mode", quant_mode_name(p.quantization.mode)},
+                       {"group_size", p.quantization.group_size},
+                       {"residual_length", p.quantization.residual_length},
+                       {"chunk_attends_quantized", p.chunk_attends_quantized}};
+  OJson candidates = OJson::array();
+  for (const KvPair& c : p.candidates) candidates.push_back(c.name());
+  j["candidates"] = candidates;
+  if (p.shard_count > 1) j["shard"] = {{"index", p.shard_index}, {"count", p.shard_count}};
+  j["complete"] = p.complete();
+  OJson layers = OJson::array();
+  for (size_t l = 0; l < p.cells.size(); ++l) {
+    OJson pairs = OJson::array();
+    for (const auto& c : p.cells[l]) {
+      if (!c) continue;
+      pairs.push_back({{"pair", c->pair.name()},
+                       {"key", c->pair.key.name()},
+                       {"value", c->pair.value.name()},
+                       {"key_bits", c->key_bits},
+                       {"value_bits", c->value_bits},
+                       {"nominal_bits", c->nominal_bits},
+                       {"key_bytes_per_token", c->key_bytes_per_token},
+                       {"value_bytes_per_token", c->value_bytes_per_token},
+                       {"e_k", c->metrics.e_k},
+                       {"e_v", c->metrics.e_v},
+                       {"e_a", c->metrics.e_a},
+                       {"e_o", c->metrics.e_o},
+                       {"dkl", c->metrics.dkl}});
+    }
+    layers.push_back({{"index", l}, {"pairs", pairs}});
+  }
+  j["layers"] = layers;
+  j["timings"] = p.timings;
+  return j;
+}
+
+std::string profile_text(const Profile& profile) {
+  return profile_to_json(profile).dump(1) + "\n";
+}
+
+Profile profile_from_json(const Json& j, const std::string& source) {
+  const Reader r(source);
+  Profile p;
+  if (!j.is_object()) r.invalid("(root)", "expected a JSON object");
+  const std::string schema = r.str(j, "schema", "");
+  if (schema != kProfileSchema) {
+    r.invalid("schema", fmt::format("expected \"{}\", got \"{}\"", kProfileSchema, schema));
+  }
+  p.tool_version = r.str(j, "tool_version", "");
+  const Json& m = r.at(j, "model", "");
+  p.model.name = r.str(m, "name", "model");
+  p.model.architecture = r.str(m, "architecture", "model");
+  p.model.fingerprint = r.str(m, "fingerprint", "model");
+  p.model.num_layers = static_cast<int>(r.integer(m, "num_layers", "model", 1));
+  p.model.num_attention_heads = static_cast<int>(r.integer(m, "num_attention_heads", "model", 1));
+  p.model.head_dim = static_cast<int>(r.integer(m, "head_dim", "model", 1));
+  const Json& kv = r.at(m, "num_kv_heads", "model");
+  if (!kv.is_array() || kv.size() != static_cast<size_t>(p.model.num_layers)) {
+    r.bad("model", "num_kv_heads", fmt::format("an array of {} counts", p.model.num_layers), kv);
+  }
+  for (const Json& n : kv) {
+    if (!n.is_number_integer() || n.get<int>() < 1)
+      r.bad("model", "num_kv_heads", "counts >= 1", n);
+    p.model.num_kv_heads.push_back(n.get<int>());
+  }
+  const Json& c = r.at(j, "calibration", "");
+  p.calibration.source = r.str(c, "source", "calibration");
+  p.calibration.hash = r.str(c, "hash", "calibration");
+  p.calibration.prompts = static_cast<int>(r.integer(c, "prompts", "calibration", 1));
+  p.calibration.tokens = r.integer(c, "tokens", "calibration", 1);
+  p.calibration.max_tokens = static_cast<int>(r.integer(c, "max_tokens", "calibration", 1));
+  p.calibration.truncated = static_cast<int>(r.integer(c, "truncated", "calibration", 0));
+  p.calibration.kl_prompts = static_cast<int>(r.integer(c, "kl_prompts", "calibration", 0));
+  p.calibration.kl_tokens = r.integer(c, "kl_tokens", "calibration", 0);
+  const Json& q = r.at(j, "quantization", "");
+  try {
+    p.quantization.mode = parse_quant_mode(r.str(q, "mode", "quantization"));
+  } catch (const Error& e) {
+    r.invalid("quantization.mode", e.what());
+  }
+  p.quantization.group_size = static_cast<size_t>(r.integer(q, "group_size", "quantization", 1));
+  p.quantization.residual_length =
+      static_cast<size_t>(r.integer(q, "residual_length", "quantization", 0));
+  p.chunk_attends_quantized = r.boolean(q, "chunk_attends_quantized", "quantization");
+  const Json& cand = r.at(j, "candidates", "");
+  if (!cand.is_array() || cand.empty()) r.bad("", "candidates", "a non-empty array", cand);
+  for (size_t i = 0; i < cand.size(); ++i) {
+    if (!cand[i].is_string()) r.bad("", fmt::format("candidates[{}]", i), "a pair name", cand[i]);
+    try {
+      p.candidates.push_back(KvPair::parse(cand[i].get<std::string>()));
+    } catch (const Error& e) {
+      r.invalid(fmt::format("candidates[{}]", i), e.what());
+    }
+  }
+  if (j.contains("shard")) {
+    p.shard_count = static_cast<int>(r.integer(j["shard"], "count", "shard", 1));
+    p.shard_index = static_cast<int>(r.integer(j["shard"], "index", "shard", 0));
+    if (p.shard_index >= p.shard_count) {
+      r.invalid("shard.index",
+                fmt::format("{} is not below shard.count {}", p.shard_index, p.shard_count));
+    }
+  }
+  p.reset_cells();
+  const Json& layers = r.at(j, "layers", "");
+  if (!layers.is_array() || layers.size() != static_cast<size_t>(p.model.num_layers)) {
+    r.bad("", "layers", fmt::format("an array of {} layers", p.model.num_layers), layers);
+  }
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const std::string lp = fmt::format("layers[{}]", l);
+    if (r.integer(layers[l], "index", lp, 0) != static_cast<int64_t>(l)) {
+      r.invalid(lp + ".index", fmt::format("expected {}", l));
+    }
+    const Json& pairs = r.at(layers[l], "pairs", lp);
+    if (!pairs.is_array()) r.bad(lp, "pairs", "an array", pairs);
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const std::string cp = fmt::format("{}.pairs[{}]", lp, i);
+      const Json& cj = pairs[i];
+      const std::string name = r.str(cj, "pair", cp);
+      size_t idx = p.candidates.size();
+      for (size_t k = 0; k < p.candidates.size(); ++k) {
+        if (p.candidates[k].name() == name) idx = k;
+      }
+      if (idx == p.candidates.size()) {
+        r.invalid(cp + ".pair", fmt::format("'{}' is not one of the candidates", name));
+      }
+      ProfileCell cell;
+      cell.pair = p.candidates[idx];
+      if (r.str(cj, "key", cp) != cell.pair.key.name() ||
+          r.str(cj, "value", cp) != cell.pair.value.name()) {
+        r.invalid(cp, fmt::format("key/value formats disagree with pair '{}'", name));
+      }
+      cell.key_bits = r.number(cj, "key_bits", cp);
+      cell.value_bits = r.number(cj, "value_bits", cp);
+      cell.nominal_bits = r.number(cj, "nominal_bits", cp);
+      cell.key_bytes_per_token = r.number(cj, "key_bytes_per_token", cp);
+      cell.value_bytes_per_token = r.number(cj, "value_bytes_per_token", cp);
+      cell.metrics.e_k = r.number(cj, "e_k", cp);
+      cell.metrics.e_v = r.number(cj, "e_v", cp);
+      cell.metrics.e_a = r.number(cj, "e_a", cp);
+      cell.metrics.e_o = r.number(cj, "e_o", cp);
+      cell.metrics.dkl = r.number(cj, "dkl", cp);
+      auto& slot = p.cells[l][idx];
+      if (slot) r.invalid(cp, fmt::format("pair '{}' appears twice in layer {}", name, l));
+      if (shard_of_cell(static_cast<int>(l), idx, p.candidates.size(), p.shard_count) !=
+          p.shard_index) {
+        r.invalid(cp, fmt::format("layer {} pair '{}' does not belong to shard {}/{}", l, name,
+                                  p.shard_index, p.shard_count));
+      }
+      slot = cell;
+    }
+  }
+  if (j.contains("timings")) p.timings = j["timings"];
+  return p;
+}
+
+Profile read_profile(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  const Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    fail(ErrorCode::kInvalidArgument, "{}: not valid JSON", path.string());
+  }
+  return profile_from_json(j, path.string());
+}
+
+void write_profile(const std::filesystem::path& path, const Profile& profile) {
+  write_file_atomic(path, profile_text(profile));
+}
+
+std::string profile_identity_mismatch(const Profile& a, const Profile& b) {
+  auto differ = [](const std::string& field, const auto& x, const auto& y) -> std::string {
+    if (x == y) return "";
+    return fmt::format("{}: {} vs {}", field, x, y);
+  };
+  std::string d;
+  auto check = [&](std::string r) {
+    if (d.empty()) d = std::move(r);
+  };
+  check(differ("model.fingerprint", a.model.fingerprint, b.model.fingerprint));
+  check(differ("model.num_layers", a.model.num_layers, b.model.num_layers));
+  check(differ("calibration.hash", a.calibration.hash, b.calibration.hash));
+  check(differ("calibration.tokens", a.calibration.tokens, b.calibration.tokens));
+  check(differ("calibration.kl_prompts", a.calibration.kl_prompts, b.calibration.kl_prompts));
+  check(differ("quantization.mode", quant_mode_name(a.quantization.mode),
+               quant_mode_name(b.quantization.mode)));
+  check(differ("quantization.group_size", a.quantization.group_size, b.quantization.group_size));
+  check(differ("quantization.residual_length", a.quantization.residual_length,
+               b.quantization.residual_length));
+  check(differ("quantization.chunk_attends_quantized", a.chunk_attends_quantized,
+               b.chunk_attends_quantized));
+  std::string ca, cb;
+  for (const KvPair& p : a.candidates) ca += (ca.empty() ? "" : ",") + p.name();
+  for (const KvPair& p : b.candidates) cb += (cb.empty() ? "" : ",") + p.name();
+  check(differ("candidates", ca, cb));
+  return d;
+}
+
+}  // namespace kvplan

@@ -1,0 +1,114 @@
+// profile.json (schema "kvplan.profile/v1"): per layer and candidate (key, value) pair, the bytes
+// per token, nominal bits and KVTuner's sensitivity metrics (metrics.h) — the input of the search.
+//
+// Layout (keys in this order; floats in nlohmann's shortest round-trip form, so the same numbers
+// give the same bytes):
+//   schema, tool_version,
+//   model        {name, architecture, fingerprint, num_layers, num_attention_heads, num_kv_heads[],
+//                 head_dim}
+//   calibration  {source, hash, prompts, tokens, max_tokens, truncated, kl_prompts, kl_tokens}
+//   quantization {mode, group_size, residual_length, chunk_attends_quantized}
+//   candidates   ["KV8", "K8V4", ...]
+//   shard        {index, count}          only in a shard's file (count > 1)
+//   complete     every (layer, candidate) cell present
+//   layers[]     {index, pairs[]: {pair, key, value, key_bits, value_bits, nominal_bits,
+//                 key_bytes_per_token, value_bytes_per_token, e_k, e_v, e_a, e_o, dkl}}
+//   timings      machine-dependent (seconds, threads, per shard): always last, and the only field
+//                that differs between reruns or between a merged and an unsharded profile.
+//
+//   kvplan::Profile p = kvplan::read_profile("profile.json");
+//   p.cell(3, 0)->metrics.dkl;
+//   kvplan::write_profile("out.json", p);
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/kv_pair.h"
+#include "plan/quant_settings.h"
+
+namespace kvplan {
+
+inline constexpr const char* kProfileSchema = "kvplan.profile/v1";
+
+struct ProfileModel {
+  std::string name;
+  std::string architecture;
+  std::string fingerprint;  // hex, model_fingerprint() of src/model
+  int num_layers = 0;
+  int num_attention_heads = 0;
+  std::vector<int> num_kv_heads;  // per layer
+  int head_dim = 0;
+};
+
+struct ProfileCalibration {
+  std::string source;  // file name (no directories: shards run on different machines)
+  std::string hash;    // calibration_hash() of the token ids, hex
+  int prompts = 0;
+  int64_t tokens = 0;
+  int max_tokens = 0;  // the per-prompt limit applied
+  int truncated = 0;
+  int kl_prompts = 0;  // prompts dKL re-runs (an evenly spaced subset, see profiler.h)
+  int64_t kl_tokens = 0;
+};
+
+struct CellMetrics {
+  double e_k = 0, e_v = 0, e_a = 0, e_o = 0, dkl = 0;
+};
+
+struct ProfileCell {
+  KvPair pair;
+  double key_bits = 0, value_bits = 0, nominal_bits = 0;
+  double key_bytes_per_token = 0, value_bytes_per_token = 0;  // plan/memory_estimate.h
+  CellMetrics metrics;
+};
+
+struct Profile {
+  std::string tool_version;
+  ProfileModel model;
+  ProfileCalibration calibration;
+  QuantSettings quantization;
+  bool chunk_attends_quantized = true;
+  std::vector<KvPair> candidates;
+  int shard_index = 0;
+  int shard_count = 1;
+  // [layer][candidate]; empty optionals are cells this file does not hold.
+  std::vector<std::vector<std::optional<ProfileCell>>> cells;
+  nlohmann::ordered_json timings = nlohmann::ordered_json::object();
+
+  // Sizes `cells` for the model and candidates (all empty).
+  void reset_cells();
+  [[nodiscard]] const ProfileCell* cell(int layer, size_t candidate) const;
+  [[nodiscard]] size_t n_present() const;
+  [[nodiscard]] size_t n_cells() const { return model.num_layers * candidates.size(); }
+  [[nodiscard]] bool complete() const { return n_present() == n_cells(); }
+};
+
+// Which shard computes cell (layer, candidate): cells are numbered layer-major
+// (layer * candidates + candidate) and dealt round-robin, so every shard gets a similar mix of
+// early (expensive dKL) and late layers.
+inline int shard_of_cell(int layer, size_t candidate, size_t n_candidates, int shard_count) {
+  return static_cast<int>((static_cast<size_t>(layer) * n_candidates + candidate) %
+                          static_cast<size_t>(shard_count));
+}
+
+// Throws Error(kInvalidArgument) naming `source` and the field for a wrong schema, missing or
+// mistyped fields, unknown formats, a cell outside its shard, duplicates or non-finite metrics.
+Profile profile_from_json(const nlohmann::json& j, const std::string& source);
+Profile read_profile(const std::filesystem::path& path);
+nlohmann::ordered_json profile_to_json(const Profile& profile);
+// Exactly the bytes write_profile writes.
+std::string profile_text(const Profile& profile);
+void write_profile(const std::filesystem::path& path, const Profile& profile);
+
+// Empty when `a` and `b` describe the same experiment (model, calibration, quantization settings,
+// candidates); otherwise the first differing field and both values, e.g.
+// "model.fingerprint: 3f2a... vs 91c0...".
+std::string profile_identity_mismatch(const Profile& a, const Profile& b);
+
+}  // namespace kvplan

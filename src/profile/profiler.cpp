@@ -1,0 +1,487 @@
+#include "profile/profiler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <set>
+
+#include <Eigen/Core>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "plan/memory_estimate.h"
+#include "profile/kv_roundtrip.h"
+#include "profile/metrics.h"
+
+namespace kvplan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Eigen single-threaded for the profiler's lifetime: the parallelism is over work items, so every
+// product runs the same serial code whatever the thread count.
+class EigenSerialForRun {
+ public:
+  EigenSerialForRun() : saved_(Eigen::nbThreads()) { Eigen::setNbThreads(1); }
+  ~EigenSerialForRun() { Eigen::setNbThreads(saved_); }
+  EigenSerialForRun(const EigenSerialForRun&) = delete;
+  EigenSerialForRun& operator=(const EigenSerialForRun&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Runs body(i) for i in [0, n) on `threads` threads (dynamic schedule); the first exception is
+// rethrown after the loop, since none may leave an OpenMP region.
+template <typename Body>
+void parallel_for(size_t n, int threads, Body&& body) {
+  std::exception_ptr error;
+  std::mutex mu;
+  const long count = static_cast<long>(n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (long i = 0; i < count; ++i) {
+    try {
+      body(static_cast<size_t>(i));
+    } catch (...) {
+      const std::lock_guard lock(mu);
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+struct PromptCapture {
+  std::vector<RowMatrix> q, k, v;      // [layer]; empty for layers without pending cells
+  std::vector<RowMatrix> layer_input;  // [layer]; dKL prompts only
+  ReferenceDistribution reference;     // dKL prompts only: rows [kl_from, T)
+  size_t kl_from = 0;
+};
+
+// dKL scores positions [T/2, T): the later half, where the cache holds most of the context (as
+// llama-perplexity scores the second half of a chunk); a 1-token prompt scores its only position.
+size_t kl_first_row(size_t n_tokens) {
+  return n_tokens / 2;
+}
+
+void check_candidates(const std::vector<KvPair>& candidates, const ModelConfig& c,
+                      const QuantSettings& settings) {
+  std::set<std::string> seen;
+  for (const KvPair& p : candidates) {
+    if (p.is_slot()) {
+      fail(ErrorCode::kInvalidArgument,
+           "candidate '{}': an opaque slot cannot be profiled (kvplan never decodes it)", p.name());
+    }
+    if (!seen.insert(p.name()).second) {
+      fail(ErrorCode::kInvalidArgument, "candidate '{}' is listed twice", p.name());
+    }
+    for (int l = 0; l < c.n_layers; ++l) {
+      // Sizes (and so packability) of both sides, per layer, named in the error.
+      (void)layer_bytes_per_token({c.n_kv_heads[static_cast<size_t>(l)], c.head_dim, 0}, p,
+                                  settings, l);
+      LayerKvCache probe(l, c.n_kv_heads[static_cast<size_t>(l)], c.head_dim, false, p, settings);
+    }
+  }
+}
+
+Profile profile_header(const Transformer& model, const CalibrationSet& cal, const ProfileOptions& o,
+                       const std::vector<KvPair>& candidates,
+                       const std::vector<size_t>& kl_prompts) {
+  const ModelConfig& c = model.config();
+  Profile p;
+  p.tool_version = o.tool_version;
+  p.model.name = c.name;
+  p.model.architecture = c.architecture;
+  p.model.fingerprint = hash_hex(model.weights().fingerprint);
+  p.model.num_layers = c.n_layers;
+  p.model.num_attention_heads = c.n_heads;
+  p.model.num_kv_heads = c.n_kv_heads;
+  p.model.head_dim = c.head_dim;
+  p.calibration.source = std::filesystem::path(cal.source).filename().string();
+  p.calibration.hash = hash_hex(cal.hash);
+  p.calibration.prompts = static_cast<int>(cal.prompts.size());
+  p.calibration.tokens = cal.n_tokens;
+  p.calibration.max_tokens = cal.limit;
+  p.calibration.truncated = cal.n_truncated;
+  p.calibration.kl_prompts = static_cast<int>(kl_prompts.size());
+  for (const size_t i : kl_prompts) {
+    const size_t T = cal.prompts[i].size();
+    p.calibration.kl_tokens += static_cast<int64_t>(T - kl_first_row(T));
+  }
+  p.quantization = o.settings;
+  p.chunk_attends_quantized = o.chunk_attends_quantized;
+  p.candidates = candidates;
+  p.shard_index = o.shard_index;
+  p.shard_count = o.shard_count;
+  p.reset_cells();
+  return p;
+}
+
+ProfileCell describe_cell(const ModelConfig& c, int layer, const KvPair& pair,
+                          const QuantSettings& settings) {
+  ProfileCell cell;
+  cell.pair = pair;
+  cell.key_bits = pair.key.nominal_bits(c.head_dim);
+  cell.value_bits = pair.value.nominal_bits(c.head_dim);
+  cell.nominal_bits = pair.nominal_bits(c.head_dim);
+  const KvLayerGeometry g{c.n_kv_heads[static_cast<size_t>(layer)], c.head_dim,
+                          c.sliding_window[static_cast<size_t>(layer)]};
+  const LayerTokenBytes bytes = layer_bytes_per_token(g, pair, settings, layer);
+  cell.key_bytes_per_token = bytes.key;
+  cell.value_bytes_per_token = bytes.value;
+  return cell;
+}
+
+// Distinct formats in first-use order, and each candidate's index into them.
+std::vector<Format> distinct(const std::vector<Format>& formats, std::vector<size_t>& index_of) {
+  std::vector<Format> out;
+  index_of.clear();
+  for (const Format& f : formats) {
+    auto it = std::find(out.begin(), out.end(), f);
+    if (it == out.end()) {
+      out.push_back(f);
+      it = out.end() - 1;
+    }
+    index_of.push_back(static_cast<size_t>(it - out.begin()));
+  }
+  return out;
+}
+
+// Per-prompt partial sums of one layer's attention-side metrics for its pending cells.
+struct LayerPartials {
+  std::vector<MetricSum> e_k, e_a;  // [key format]
+  std::vector<MetricSum> e_v;       // [value format]
+  std::vector<MetricSum> e_o;       // [pending cell]
+};
+
+LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelConfig& c,
+                                 const QuantSettings& settings, const std::vector<Format>& keys,
+                                 const std::vector<Format>& values,
+                                 const std::vector<std::pair<size_t, size_t>>& cells) {
+  const size_t L = static_cast<size_t>(l);
+  const int n_kv = c.n_kv_heads[L];
+  const AttentionLayerShape shape{c.n_heads, n_kv, c.head_dim, c.sliding_window[L]};
+  const std::vector<RowMatrix> qh = split_heads(cap.q[L], c.n_heads, c.head_dim);
+  const std::vector<RowMatrix> kh = split_heads(cap.k[L], n_kv, c.head_dim);
+  const std::vector<RowMatrix> vh = split_heads(cap.v[L], n_kv, c.head_dim);
+  const int group = c.n_heads / n_kv;
+  std::vector<RowMatrix> p_exact(static_cast<size_t>(c.n_heads)), o_exact(p_exact.size());
+  for (int h = 0; h < c.n_heads; ++h) {
+    const size_t g = static_cast<size_t>(h / group);
+    p_exact[static_cast<size_t>(h)] =
+        attention_probabilities(qh[static_cast<size_t>(h)], kh[g], shape.window);
+    o_exact[static_cast<size_t>(h)].noalias() = p_exact[static_cast<size_t>(h)] * vh[g];
+  }
+  LayerPartials out;
+  out.e_k.resize(keys.size());
+  out.e_a.resize(keys.size());
+  out.e_v.resize(values.size());
+  out.e_o.resize(cells.size());
+  std::vector<std::vector<RowMatrix>> p_quant(keys.size());
+  for (size_t f = 0; f < keys.size(); ++f) {
+    const RowMatrix k_hat =
+        kv_roundtrip(cap.k[L], KvSide::kKey, keys[f], settings, l, n_kv, c.head_dim);
+    const std::vector<RowMatrix> khq = split_heads(k_hat, n_kv, c.head_dim);
+    for (int g = 0; g < n_kv; ++g) {
+      out.e_k[f].add(relative_row_error(kh[static_cast<size_t>(g)], khq[static_cast<size_t>(g)]));
+    }
+    p_quant[f].resize(static_cast<size_t>(c.n_heads));
+    for (int h = 0; h < c.n_heads; ++h) {
+      const size_t g = static_cast<size_t>(h / group);
+      p_quant[f][static_cast<size_t>(h)] =
+          attention_probabilities(qh[static_cast<size_t>(h)], khq[g], shape.window);
+      out.e_a[f].add(attention_score_error(p_exact[static_cast<size_t>(h)],
+                                           p_quant[f][static_cast<size_t>(h)]));
+    }
+  }
+  std::vector<std::vector<RowMatrix>> v_quant(values.size());
+  for (size_t f = 0; f < values.size(); ++f) {
+    const RowMatrix v_hat =
+        kv_roundtrip(cap.v[L], KvSide::kValue, values[f], settings, l, n_kv, c.head_dim);
+    v_quant[f] = split_heads(v_hat, n_kv, c.head_dim);
+    for (int g = 0; g < n_kv; ++g) {
+      out.e_v[f].add(
+          relative_row_error(vh[static_cast<size_t>(g)], v_quant[f][static_cast<size_t>(g)]));
+    }
+  }
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const auto [kf, vf] = cells[i];
+    for (int h = 0; h < c.n_heads; ++h) {
+      const size_t g = static_cast<size_t>(h / group);
+      RowMatrix o;
+      o.noalias() = p_quant[kf][static_cast<size_t>(h)] * v_quant[vf][g];
+      out.e_o[i].add(relative_row_error(o_exact[static_cast<size_t>(h)], o));
+    }
+  }
+  return out;
+}
+
+// Progress bookkeeping shared by the worker threads.
+class ProgressTracker {
+ public:
+  ProgressTracker(const ProfileOptions& o, size_t cells_total, double work_total)
+      : options_(o), start_(Clock::now()) {
+    state_.cells_total = cells_total;
+    state_.work_total = work_total;
+  }
+  void report(const char* phase, int layer, size_t cells, double work) {
+    const std::lock_guard lock(mu_);
+    state_.phase = phase;
+    state_.layer = layer;
+    state_.cells_done += cells;
+    state_.work_done += work;
+    state_.elapsed_s = seconds_since(start_);
+    if (options_.progress) options_.progress(state_);
+  }
+
+ private:
+  const ProfileOptions& options_;
+  Clock::time_point start_;
+  std::mutex mu_;
+  ProfileProgress state_;
+};
+
+}  // namespace
+
+std::vector<KvPair> default_candidates() {
+  std::vector<KvPair> out;
+  const char* names[] = {"int8", "int4", "int2"};
+  for (const char* k : names) {
+    for (const char* v : names) out.push_back({Format::parse(k), Format::parse(v)});
+  }
+  return out;
+}
+
+std::vector<KvPair> parse_candidates(const std::string& text) {
+  std::vector<KvPair> out;
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    start = end + 1;
+    if (item.empty()) continue;
+    const KvPair p = KvPair::parse(item);
+    if (p.is_slot()) {
+      fail(ErrorCode::kInvalidArgument,
+           "--candidates: '{}' is an opaque slot and cannot be profiled", item);
+    }
+    if (!seen.insert(p.name()).second) {
+      fail(ErrorCode::kInvalidArgument, "--candidates: '{}' is listed twice", item);
+    }
+    out.push_back(p);
+  }
+  if (out.empty()) fail(ErrorCode::kInvalidArgument, "--candidates: no pairs in '{}'", text);
+  return out;
+}
+
+std::vector<size_t> kl_prompt_indices(size_t n_prompts, int kl_prompts) {
+  std::vector<size_t> out;
+  const size_t k =
+      kl_prompts <= 0 ? n_prompts : std::min(n_prompts, static_cast<size_t>(kl_prompts));
+  for (size_t i = 0; i < k; ++i) out.push_back(i * n_prompts / k);
+  return out;
+}
+
+Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
+                    const ProfileOptions& options) {
+  const auto start = Clock::now();
+  const ModelConfig& c = model.config();
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count) {
+    fail(ErrorCode::kInvalidArgument, "--shard {}/{}: expected i/n with 0 <= i < n",
+         options.shard_index, options.shard_count);
+  }
+  if (calibration.prompts.empty()) {
+    fail(ErrorCode::kInvalidArgument, "{}: no calibration prompts", calibration.source);
+  }
+  if (options.kl_prompts < 0) {
+    fail(ErrorCode::kInvalidArgument, "--kl-prompts {}: expected >= 0", options.kl_prompts);
+  }
+  options.settings.validate();
+  const std::vector<KvPair> candidates =
+      options.candidates.empty() ? default_candidates() : options.candidates;
+  check_candidates(candidates, c, options.settings);
+  const std::vector<size_t> kl_prompts =
+      kl_prompt_indices(calibration.prompts.size(), options.kl_prompts);
+  Profile profile = profile_header(model, calibration, options, candidates, kl_prompts);
+  if (options.resume != nullptr) {
+    const Profile& r = *options.resume;
+    const std::string diff = profile_identity_mismatch(profile, r);
+    if (!diff.empty()) {
+      fail(ErrorCode::kInvalidArgument, "--resume: the existing profile is for another run ({})",
+           diff);
+    }
+    if (r.shard_index != profile.shard_index || r.shard_count != profile.shard_count) {
+      fail(ErrorCode::kInvalidArgument, "--resume: the existing profile is shard {}/{}, not {}/{}",
+           r.shard_index, r.shard_count, profile.shard_index, profile.shard_count);
+    }
+    profile.cells = r.cells;
+  }
+
+  std::vector<bool> wanted(static_cast<size_t>(c.n_layers), options.layers.empty());
+  for (const int l : options.layers) {
+    if (l < 0 || l >= c.n_layers) {
+      fail(ErrorCode::kInvalidArgument, "--layers: layer {} outside [0, {})", l, c.n_layers);
+    }
+    wanted[static_cast<size_t>(l)] = true;
+  }
+  // Pending cells per layer.
+  const size_t P = candidates.size();
+  std::vector<std::vector<size_t>> pending(static_cast<size_t>(c.n_layers));
+  size_t cells_total = 0;
+  double work_total = 0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (!wanted[static_cast<size_t>(l)]) continue;
+    for (size_t p = 0; p < P; ++p) {
+      if (shard_of_cell(l, p, P, options.shard_count) != options.shard_index) continue;
+      if (profile.cells[static_cast<size_t>(l)][p]) continue;
+      pending[static_cast<size_t>(l)].push_back(p);
+      ++cells_total;
+      // dKL re-runs layers l..L-1 plus the head (about one layer's worth on small models).
+      work_total += static_cast<double>(kl_prompts.size()) * (c.n_layers - l + 1);
+    }
+  }
+  const int threads = options.threads > 0 ? options.threads :
+#ifdef _OPENMP
+                                          omp_get_num_procs();
+#else
+                                          1;
+#endif
+  profile.timings = {{"threads", threads}};
+  if (cells_total == 0) return profile;
+
+  const EigenSerialForRun serial;
+  const size_t n_prompts = calibration.prompts.size();
+  work_total += static_cast<double>(n_prompts) * (c.n_layers + 1);  // the reference pass
+  ProgressTracker tracker(options, cells_total, work_total);
+
+  // 1. Reference pass (exact KV), one prompt per work item.
+  std::vector<bool> is_kl(n_prompts, false);
+  for (const size_t i : kl_prompts) is_kl[i] = true;
+  std::vector<PromptCapture> captures(n_prompts);
+  const auto ref_start = Clock::now();
+  parallel_for(n_prompts, threads, [&](size_t i) {
+    KvCache cache(c, KvCacheOptions::exact_kv());
+    ForwardCapture cap;
+    cap.residual_input = is_kl[i];
+    RowMatrix logits = model.forward(calibration.prompts[i], cache, &cap);
+    PromptCapture& out = captures[i];
+    const size_t L = static_cast<size_t>(c.n_layers);
+    out.q.resize(L);
+    out.k.resize(L);
+    out.v.resize(L);
+    if (is_kl[i]) out.layer_input.resize(L);
+    for (size_t l = 0; l < L; ++l) {
+      if (pending[l].empty()) continue;
+      out.q[l] = std::move(cap.q[l]);
+      out.k[l] = std::move(cap.k[l]);
+      out.v[l] = std::move(cap.v[l]);
+      if (is_kl[i]) out.layer_input[l] = std::move(cap.layer_input[l]);
+    }
+    if (is_kl[i]) {
+      out.kl_from = kl_first_row(static_cast<size_t>(logits.rows()));
+      out.reference = reference_distribution(
+          logits.bottomRows(logits.rows() - static_cast<Eigen::Index>(out.kl_from)));
+    }
+    tracker.report("reference", -1, 0, c.n_layers + 1);
+  });
+  const double reference_s = seconds_since(ref_start);
+
+  // 2. Per layer: attention-side metrics over every prompt, then dKL per (cell, dKL prompt).
+  double metrics_s = 0, dkl_s = 0;
+  size_t cells_done = 0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::vector<size_t>& cells = pending[static_cast<size_t>(l)];
+    if (cells.empty()) continue;
+    const auto layer_start = Clock::now();
+    std::vector<Format> key_list, value_list;
+    for (const size_t p : cells) {
+      key_list.push_back(candidates[p].key);
+      value_list.push_back(candidates[p].value);
+    }
+    std::vector<size_t> key_of, value_of;
+    const std::vector<Format> keys = distinct(key_list, key_of);
+    const std::vector<Format> values = distinct(value_list, value_of);
+    std::vector<std::pair<size_t, size_t>> cell_formats;
+    for (size_t i = 0; i < cells.size(); ++i) cell_formats.emplace_back(key_of[i], value_of[i]);
+
+    std::vector<LayerPartials> partials(n_prompts);
+    parallel_for(n_prompts, threads, [&](size_t i) {
+      partials[i] =
+          attention_partials(captures[i], l, c, options.settings, keys, values, cell_formats);
+    });
+    metrics_s += seconds_since(layer_start);
+
+    const auto dkl_start = Clock::now();
+    const size_t K = kl_prompts.size();
+    std::vector<MetricSum> kl(cells.size() * K);
+    parallel_for(cells.size() * K, threads, [&](size_t item) {
+      const size_t ci = item / K;
+      const PromptCapture& cap = captures[kl_prompts[item % K]];
+      std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers),
+                                KvPair::uniform(Format(FormatId::kF32)));
+      pairs[static_cast<size_t>(l)] = candidates[cells[ci]];
+      KvCacheOptions kv = KvCacheOptions::per_layer(std::move(pairs), options.settings);
+      kv.chunk_attends_quantized = options.chunk_attends_quantized;
+      KvCache cache(c, kv);
+      const RowMatrix logits =
+          model.forward_from_layer(l, cap.layer_input[static_cast<size_t>(l)], cache, nullptr,
+                                   {.logits_from_row = cap.kl_from});
+      kl[item] = kl_sum(cap.reference, logits);
+      tracker.report("layers", l, item % K == K - 1 ? 1 : 0, c.n_layers - l + 1);
+    });
+    dkl_s += seconds_since(dkl_start);
+
+    for (size_t i = 0; i < cells.size(); ++i) {
+      MetricSum ek, ev, ea, eo, dkl;
+      for (size_t pr = 0; pr < n_prompts; ++pr) {
+        ek.add(partials[pr].e_k[key_of[i]]);
+        ev.add(partials[pr].e_v[value_of[i]]);
+        ea.add(partials[pr].e_a[key_of[i]]);
+        eo.add(partials[pr].e_o[i]);
+      }
+      for (size_t k = 0; k < K; ++k) dkl.add(kl[i * K + k]);
+      ProfileCell cell = describe_cell(c, l, candidates[cells[i]], options.settings);
+      cell.metrics = {ek.mean(), ev.mean(), ea.mean(), eo.mean(), dkl.mean()};
+      profile.cells[static_cast<size_t>(l)][cells[i]] = cell;
+      ++cells_done;
+    }
+    for (PromptCapture& cap : captures) {  // this layer's captures are no longer needed
+      cap.q[static_cast<size_t>(l)] = RowMatrix();
+      cap.k[static_cast<size_t>(l)] = RowMatrix();
+      cap.v[static_cast<size_t>(l)] = RowMatrix();
+      if (!cap.layer_input.empty()) cap.layer_input[static_cast<size_t>(l)] = RowMatrix();
+    }
+    const double total_s = seconds_since(start);
+    profile.timings = {{"threads", threads},
+                       {"cells_computed", cells_done},
+                       {"reference_s", reference_s},
+                       {"metrics_s", metrics_s},
+                       {"dkl_s", dkl_s},
+                       {"total_s", total_s}};
+    if (options.checkpoint) options.checkpoint(profile);
+  }
+  const double total_s = seconds_since(start);
+  profile.timings = {{"threads", threads},
+                     {"cells_computed", cells_total},
+                     {"reference_s", reference_s},
+                     {"metrics_s", metrics_s},
+                     {"dkl_s", dkl_s},
+                     {"total_s", total_s},
+                     {"seconds_per_cell", total_s / static_cast<double>(cells_total)}};
+  return profile;
+}
+
+}  // namespace kvplan

@@ -1,0 +1,72 @@
+// The sensitivity profiler (KVTuner, ICML 2025, §4): one exact-KV reference pass over the
+// calibration prompts capturing per layer Q, K (after RoPE), V, the residual-stream input and the
+// final logits; then, for every (layer, candidate pair) cell of this shard, the attention-side
+// metrics from the captures and dKL by re-running the model from that layer's captured residual
+// input with only that layer's KV quantized (metrics.h has the definitions).
+//
+// Cost and reuse: K̂ per (layer, key format) and V̂ per (layer, value format) are computed once and
+// shared by all pairs using them, as are the exact and quantized attention probabilities; e_* use
+// every prompt. dKL re-runs layers l..L-1 plus the LM head per cell and prompt, so it uses an
+// evenly spaced subset of `kl_prompts` prompts (prompt i*n/kl_prompts for i < kl_prompts; all when
+// kl_prompts is 0 or >= n), every position of each.
+//
+// Determinism: work items (prompts, cells) run in parallel, each on one thread with serial GEMMs,
+// and their sums are reduced in a fixed order, so the numbers do not depend on --threads, on the
+// shard layout or on resuming.
+//
+//   kvplan::ProfileOptions opt;  opt.candidates = kvplan::default_candidates();
+//   kvplan::Profile p = kvplan::run_profile(model, calibration, opt);
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/transformer.h"
+#include "profile/calibration.h"
+#include "profile/profile_data.h"
+
+namespace kvplan {
+
+struct ProfileProgress {
+  const char* phase = "";  // "reference", "layers"
+  int layer = -1;          // layer being profiled (phase "layers")
+  size_t cells_done = 0;
+  size_t cells_total = 0;  // cells this run computes
+  double work_done = 0;    // in layer-forward equivalents, for the ETA
+  double work_total = 0;
+  double elapsed_s = 0;
+};
+
+struct ProfileOptions {
+  std::vector<KvPair> candidates;  // empty = default_candidates()
+  QuantSettings settings;
+  bool chunk_attends_quantized = true;  // see KvCacheOptions
+  int kl_prompts = 8;                   // 0 = all prompts
+  int shard_index = 0;                  // 0-based, < shard_count
+  int shard_count = 1;
+  int threads = 0;          // 0 = every core
+  std::vector<int> layers;  // profile only these layers (empty = all); the rest stay absent
+  std::string tool_version;
+  const Profile* resume = nullptr;  // its cells are kept (after an identity check), not recomputed
+  std::function<void(const Profile&)> checkpoint;        // after each layer's cells
+  std::function<void(const ProfileProgress&)> progress;  // serialized, from any thread
+};
+
+// K{8,4,2} x V{8,4,2} of the int formats: KV8, K8V4, K8V2, K4V8, KV4, K4V2, K2V8, K2V4, KV2.
+std::vector<KvPair> default_candidates();
+
+// Parses "K8V4,KV4,q8_0/q4_0" (comma-separated KvPair names). Throws Error(kInvalidArgument) for an
+// unknown pair, a slot, a duplicate or an empty list.
+std::vector<KvPair> parse_candidates(const std::string& text);
+
+// Indices of the dKL prompts among n (see above).
+std::vector<size_t> kl_prompt_indices(size_t n_prompts, int kl_prompts);
+
+// Throws Error(kInvalidArgument) for a bad shard, candidate formats that cannot pack this model's
+// rows (naming layer and format), an empty calibration set, or a `resume` profile for another
+// model, calibration, settings or shard (naming the field).
+Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
+                    const ProfileOptions& options);
+
+}  // namespace kvplan

@@ -1,0 +1,118 @@
+// `kvplan profile` end to end: a tiny run on stories260K, shards + merge through the CLI, and bad
+// input giving exit code 2 with one line naming the file or field.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_kvplan.h"
+#include "test_paths.h"
+
+namespace kvplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ProfileCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = (test::models_dir() / "stories260K.gguf").string();
+    if (!fs::exists(model_)) GTEST_SKIP() << model_ << " not found";
+    dir_ = fs::temp_directory_path() / ("kvplan_profile_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string common() const {
+    return "-q profile --model " + model_ + " --num-prompts 4 --max-tokens 32 --kl-prompts 2 " +
+           "--candidates KV8,KV4";
+  }
+  static void write(const std::string& p, const std::string& text) { std::ofstream(p) << text; }
+  static void expect_bad_input(const test::RunResult& r, const std::string& fragment) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(test::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  }
+  std::string model_;
+  fs::path dir_;
+};
+
+TEST_F(ProfileCommand, ShardsMergeToTheUnshardedFile) {
+  const auto whole = test::run_kvplan(common() + " -o " + path("whole.json") + " --json");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const auto summary = nlohmann::json::parse(whole.out);
+  EXPECT_TRUE(summary["complete"].get<bool>());
+  std::string merge = "-q profile merge -o " + path("merged.json");
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = path("s" + std::to_string(i) + ".json");
+    const auto r = test::run_kvplan(common() + " --shard " + std::to_string(i) + "/3 -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    merge += " " + out;
+  }
+  const auto m = test::run_kvplan(merge);
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  auto a = nlohmann::json::parse(test::slurp(path("whole.json")));
+  auto b = nlohmann::json::parse(test::slurp(path("merged.json")));
+  a.erase("timings");
+  b.erase("timings");
+  EXPECT_EQ(a.dump(1), b.dump(1));
+
+  // A shard from other settings is refused naming the file and the field.
+  const auto other =
+      test::run_kvplan(common() + " --group-size 4 --shard 2/3 -o " + path("other.json"));
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  expect_bad_input(
+      test::run_kvplan("-q profile merge -o " + path("x.json") + " " + path("s0.json") + " " +
+                       path("s1.json") + " " + path("other.json")),
+      "quantization.group_size");
+  EXPECT_FALSE(fs::exists(path("x.json")));
+  // Resuming a finished profile computes nothing and keeps the bytes.
+  const auto again = test::run_kvplan(common() + " --resume -o " + path("whole.json"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto c = nlohmann::json::parse(test::slurp(path("whole.json")));
+  c.erase("timings");
+  EXPECT_EQ(a.dump(1), c.dump(1));
+}
+
+TEST_F(ProfileCommand, BadInputExitsTwoWithOneLine) {
+  write(path("empty.txt"), "");
+  expect_bad_input(
+      test::run_kvplan(common() + " --prompts " + path("empty.txt") + " -o " + path("p.json")),
+      "empty.txt: no prompts");
+  write(path("bad.jsonl"), "{\"text\": \"fine\"}\n{\"txt\": 1}\n");
+  expect_bad_input(
+      test::run_kvplan(common() + " --prompts " + path("bad.jsonl") + " -o " + path("p.json")),
+      "bad.jsonl:2");
+  expect_bad_input(test::run_kvplan(common() + " --shard 3/3 -o " + path("p.json")), "--shard");
+  expect_bad_input(
+      test::run_kvplan("-q profile --model " + model_ + " --candidates K8V5 -o " + path("p.json")),
+      "K8V5");
+  write(path("notprofile.json"), "{\"schema\": \"kvplan.plan/v1\"}");
+  expect_bad_input(
+      test::run_kvplan("-q profile merge -o " + path("m.json") + " " + path("notprofile.json")),
+      "notprofile.json: field 'schema'");
+  EXPECT_FALSE(fs::exists(path("p.json")));
+  // --resume against a profile of other settings.
+  ASSERT_EQ(test::run_kvplan(common() + " -o " + path("r.json")).exit_code, 0);
+  expect_bad_input(test::run_kvplan(common() + " --mode kivi --resume -o " + path("r.json")),
+                   "quantization.mode");
+}
+
+TEST_F(ProfileCommand, TruncationWarnsAndHelpHasAnExample) {
+  const auto r = test::run_kvplan("-q profile --model " + model_ +
+                                  " --num-prompts 2 --max-tokens 8 --kl-prompts 1 --candidates "
+                                  "KV8 -o " +
+                                  path("t.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("truncated to 8 tokens"), std::string::npos) << r.err;
+  const auto h = test::run_kvplan("profile --help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("Example: kvplan profile"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvplan

@@ -1,0 +1,120 @@
+// profile.json: round trip, deterministic bytes, and the one-line errors for malformed files.
+#include "profile/profile_data.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/file_io.h"
+
+namespace kvplan {
+namespace {
+
+Profile sample(int shard_index = 0, int shard_count = 1) {
+  Profile p;
+  p.tool_version = "0.1.0";
+  p.model = {"m", "llama", "00112233aabbccdd", 2, 4, {2, 2}, 16};
+  p.calibration = {"default.jsonl", "ffeeddccbbaa9988", 3, 120, 64, 1, 2, 40};
+  p.candidates = {KvPair::parse("KV8"), KvPair::parse("q8_0/q4_0")};
+  p.shard_index = shard_index;
+  p.shard_count = shard_count;
+  p.reset_cells();
+  for (int l = 0; l < 2; ++l) {
+    for (size_t c = 0; c < 2; ++c) {
+      if (shard_of_cell(l, c, 2, shard_count) != shard_index) continue;
+      ProfileCell cell;
+      cell.pair = p.candidates[c];
+      cell.key_bits = 8;
+      cell.value_bits = c == 0 ? 8 : 4.5;
+      cell.nominal_bits = (cell.key_bits + cell.value_bits) / 2;
+      cell.key_bytes_per_token = 48;
+      cell.value_bytes_per_token = 36;
+      cell.metrics = {0.01 * (l + 1), 0.02 / 3.0, 0.1 + c, 1e-7, 3.25e-5 * (c + 1)};
+      p.cells[l][c] = cell;
+    }
+  }
+  p.timings = {{"total_s", 1.5}};
+  return p;
+}
+
+TEST(ProfileData, RoundTripKeepsBytes) {
+  const Profile p = sample();
+  const std::string text = profile_text(p);
+  const Profile back = profile_from_json(nlohmann::json::parse(text), "p.json");
+  EXPECT_EQ(profile_text(back), text);
+  EXPECT_TRUE(back.complete());
+  EXPECT_EQ(back.cell(1, 0)->metrics.e_k, 0.02);
+  EXPECT_EQ(back.cell(0, 0)->metrics.e_v, 0.02 / 3.0);  // shortest round-trip doubles
+  // Key order is fixed and timings come last.
+  EXPECT_LT(text.find("\"schema\""), text.find("\"model\""));
+  EXPECT_LT(text.find("\"layers\""), text.find("\"timings\""));
+  EXPECT_EQ(text.find("\"shard\""), std::string::npos);
+  const Profile s = sample(1, 3);
+  const std::string st = profile_text(s);
+  EXPECT_NE(st.find("\"shard\""), std::string::npos);
+  EXPECT_EQ(profile_text(profile_from_json(nlohmann::json::parse(st), "s.json")), st);
+}
+
+void expect_error(nlohmann::json j, const std::string& fragment) {
+  try {
+    (void)profile_from_json(j, "p.json");
+    ADD_FAILURE() << "accepted; wanted an error with " << fragment;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}
+
+TEST(ProfileData, MalformedFilesNameTheField) {
+  const nlohmann::json good = nlohmann::json::parse(profile_text(sample()));
+  nlohmann::json j = good;
+  j["schema"] = "kvplan.plan/v1";
+  expect_error(j, "p.json: field 'schema'");
+  j = good;
+  j["model"].erase("fingerprint");
+  expect_error(j, "field 'model.fingerprint' is missing");
+  j = good;
+  j["layers"][0]["pairs"][1]["dkl"] = -1;
+  expect_error(j, "layers[0].pairs[1].dkl");
+  j = good;
+  j["layers"][1]["pairs"][0]["pair"] = "KV4";
+  expect_error(j, "not one of the candidates");
+  j = good;
+  j["layers"][1]["pairs"][1] = j["layers"][1]["pairs"][0];
+  expect_error(j, "appears twice");
+  j = good;
+  j["candidates"][1] = "q9_9/int4";
+  expect_error(j, "candidates[1]");
+  j = good;
+  j["shard"] = {{"index", 1}, {"count", 2}};  // its cells belong to shard 0 of 1
+  expect_error(j, "does not belong to shard 1/2");
+  j = good;
+  j["model"]["num_kv_heads"] = {2};
+  expect_error(j, "model.num_kv_heads");
+}
+
+TEST(ProfileData, IdentityMismatchNamesTheField) {
+  const Profile a = sample();
+  Profile b = sample();
+  EXPECT_EQ(profile_identity_mismatch(a, b), "");
+  b.calibration.hash = "0000000000000000";
+  EXPECT_EQ(profile_identity_mismatch(a, b).rfind("calibration.hash", 0), 0u);
+  b = sample();
+  b.candidates[1] = KvPair::parse("KV4");
+  EXPECT_EQ(profile_identity_mismatch(a, b).rfind("candidates", 0), 0u);
+}
+
+TEST(ProfileData, FilesAreWrittenAtomicallyAndReadBack) {
+  const auto path = std::filesystem::temp_directory_path() / "kvplan_profile_data_test.json";
+  write_profile(path, sample());
+  EXPECT_EQ(read_text_file(path), profile_text(sample()));
+  EXPECT_EQ(profile_text(read_profile(path)), profile_text(sample()));
+  write_file_atomic(path, "{\"schema\": ");
+  EXPECT_THROW(read_profile(path), Error);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace kvplan
