@@ -10,5 +10,6 @@ void register_formats_command(CLI::App& app);
 void register_eval_command(CLI::App& app);
 void register_generate_command(CLI::App& app);
 void register_inspect_command(CLI::App& app);
+void register_profile_command(CLI::App& app);
 
 }  // namespace kvplan::cli

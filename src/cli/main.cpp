@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   kvplan::cli::register_eval_command(app);
   kvplan::cli::register_generate_command(app);
   kvplan::cli::register_inspect_command(app);
+  kvplan::cli::register_profile_command(app);
   app.parse_complete_callback([&] {
     kvplan::init_logging(quiet     ? kvplan::LogLevel::kQuiet
                          : verbose ? kvplan::LogLevel::kVerbose
