@@ -27,7 +27,7 @@ array_job=$(sbatch --parsable \
   --requeue \
   --output="$OUT/logs/shard-%a.log" \
   --wrap="$KVPLAN profile --model '$MODEL' $PROFILE_ARGS --threads $CPUS \
-          --shard \$SLURM_ARRAY_TASK_ID/$N --resume -o '$OUT/shard-\$SLURM_ARRAY_TASK_ID.json'")
+          --shard \${SLURM_ARRAY_TASK_ID}/$N --resume -o \"$OUT/shard-\${SLURM_ARRAY_TASK_ID}.json\"")
 echo "submitted array job $array_job ($N shards)"
 
 # --resume above makes a requeued (preempted) task continue from its last finished layer.
