@@ -10,6 +10,11 @@ void register_formats_command(CLI::App& app);
 void register_eval_command(CLI::App& app);
 void register_generate_command(CLI::App& app);
 void register_inspect_command(CLI::App& app);
+void register_bench_command(CLI::App& app);
 void register_profile_command(CLI::App& app);
+void register_search_command(CLI::App& app);
+void register_tune_command(CLI::App& app);
+void register_export_command(CLI::App& app);
+void register_verify_command(CLI::App& app);
 
 }  // namespace kvplan::cli

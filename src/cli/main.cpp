@@ -23,7 +23,12 @@ int main(int argc, char** argv) {
   kvplan::cli::register_eval_command(app);
   kvplan::cli::register_generate_command(app);
   kvplan::cli::register_inspect_command(app);
+  kvplan::cli::register_bench_command(app);
   kvplan::cli::register_profile_command(app);
+  kvplan::cli::register_search_command(app);
+  kvplan::cli::register_tune_command(app);
+  kvplan::cli::register_export_command(app);
+  kvplan::cli::register_verify_command(app);
   app.parse_complete_callback([&] {
     kvplan::init_logging(quiet     ? kvplan::LogLevel::kQuiet
                          : verbose ? kvplan::LogLevel::kVerbose

@@ -1,0 +1,114 @@
+#include "cli/search_flags.h"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include "cli/cli_util.h"
+#include "core/error.h"
+
+namespace kvplan::cli {
+
+void add_search_flags(CLI::App* cmd, SearchFlags& f) {
+  cmd->add_option("--max-bits", f.max_bits, "Budget: mean equivalent bits per value, e.g. 4 or 3");
+  cmd->add_option("--max-bytes-per-token", f.max_bytes_per_token,
+                  "Budget: KV bytes per token over all layers");
+  cmd->add_option("--gpu-memory", f.gpu_memory,
+                  "Budget from memory: GPU memory (with --context, --sequences, --weights-bytes)");
+  cmd->add_option("--weights-bytes", f.weights_bytes, "Memory the weights take, e.g. 16GB");
+  cmd->add_option("--context", f.context, "Tokens per sequence the budget must hold, e.g. 32K");
+  cmd->add_option("--sequences", f.sequences, "Concurrent sequences the budget must hold");
+  cmd->add_option("--metric", f.metric, "Sensitivity the surrogate adds up: dkl or e_o");
+  cmd->add_option("--memory", f.memory, "Memory objective: bits (equivalent bits) or bytes");
+  cmd->add_option("--eps", f.eps, "DBSCAN radius for grouping layers (KVTuner: 0.05)");
+  cmd->add_option("--min-samples", f.min_samples, "DBSCAN min_samples (KVTuner: 2)");
+  cmd->add_option("--population", f.population, "NSGA-II population per island (multiple of 4)");
+  cmd->add_option("--generations", f.generations, "NSGA-II generations");
+  cmd->add_option("--seed", f.seed, "Random seed: same inputs and seed give the same plan");
+  cmd->add_option("--islands", f.islands, "Independent NSGA-II islands, evolved in parallel");
+  cmd->add_option("--rounds", f.max_rounds, "Validation rounds at most");
+  cmd->add_option("--plans-per-round", f.plans_per_round, "Plans measured on the model per round");
+  cmd->add_option("--max-evaluations", f.max_evaluations, "Real evaluations of plans at most");
+  cmd->add_option("--validation", f.validation,
+                  "Held-out prompts (text or JSONL) the plans are measured on");
+  cmd->add_option("--validation-max-tokens", f.validation_max_tokens, "Tokens per held-out prompt");
+}
+
+std::string validation_path(const SearchFlags& f) {
+  return f.validation.empty() ? (config_dir() / "calibration" / "validation.jsonl").string()
+                              : f.validation;
+}
+
+search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
+  search::TuneOptions o;
+  if (f.metric == "dkl") {
+    o.metric = search::SensitivityMetric::kDkl;
+  } else if (f.metric == "e_o") {
+    o.metric = search::SensitivityMetric::kEo;
+  } else {
+    fail(ErrorCode::kInvalidArgument, "--metric '{}': expected dkl or e_o", f.metric);
+  }
+  if (f.memory != "bits" && f.memory != "bytes") {
+    fail(ErrorCode::kInvalidArgument, "--memory '{}': expected bits or bytes", f.memory);
+  }
+  o.measure = f.memory == "bits" ? search::MemoryMeasure::kBits : search::MemoryMeasure::kBytes;
+  const int budgets = (f.max_bits > 0) + (f.max_bytes_per_token > 0) + !f.gpu_memory.empty();
+  if (budgets > 1) {
+    fail(ErrorCode::kInvalidArgument,
+         "--max-bits, --max-bytes-per-token and --gpu-memory are alternative budgets");
+  }
+  if (f.max_bits < 0 || f.max_bytes_per_token < 0) {
+    fail(ErrorCode::kInvalidArgument, "budgets must be positive");
+  }
+  if (f.max_bits > 0) {
+    o.measure = search::MemoryMeasure::kBits;
+    o.budget = f.max_bits;
+    o.budget_description = fmt::format("{} equivalent bits", f.max_bits);
+  } else if (f.max_bytes_per_token > 0) {
+    o.measure = search::MemoryMeasure::kBytes;
+    o.budget = f.max_bytes_per_token;
+    o.budget_description = fmt::format("{} bytes per token", f.max_bytes_per_token);
+  } else if (!f.gpu_memory.empty()) {
+    if (f.context.empty()) fail(ErrorCode::kInvalidArgument, "--gpu-memory needs --context");
+    if (f.sequences < 1) fail(ErrorCode::kInvalidArgument, "--sequences must be >= 1");
+    const uint64_t gpu = parse_byte_size(f.gpu_memory, "--gpu-memory");
+    const uint64_t weights =
+        f.weights_bytes.empty() ? 0 : parse_byte_size(f.weights_bytes, "--weights-bytes");
+    if (weights >= gpu)
+      fail(ErrorCode::kInvalidArgument, "--weights-bytes leaves no memory for the KV cache");
+    const int64_t tokens = parse_token_count(f.context, "--context") * f.sequences;
+    o.measure = search::MemoryMeasure::kBytes;
+    o.budget = static_cast<double>(gpu - weights) / static_cast<double>(tokens);
+    o.budget_description = fmt::format(
+        "{} of GPU memory, {} weights, {} tokens x {} sequences "
+        "= {:.1f} bytes per token",
+        f.gpu_memory, f.weights_bytes.empty() ? "0" : f.weights_bytes, f.context, f.sequences,
+        o.budget);
+  } else {
+    o.budget_description = "none";
+  }
+  o.dbscan = {.eps = f.eps, .min_samples = f.min_samples};
+  o.search.population = f.population;
+  o.search.generations = f.generations;
+  o.search.seed = f.seed;
+  o.search.islands = f.islands;
+  o.search.validate();
+  o.loop.max_rounds = f.max_rounds;
+  o.loop.plans_per_round = f.plans_per_round;
+  o.loop.max_evaluations = f.max_evaluations;
+  o.loop.validate();
+  o.tool_version = KVPLAN_VERSION;
+  o.created = utc_timestamp();
+  return o;
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace kvplan::cli

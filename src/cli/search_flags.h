@@ -1,0 +1,39 @@
+// Flags shared by `kvplan search` and `kvplan tune`: the memory budget, the search and validation
+// settings, and the held-out prompts — and their translation into search::TuneOptions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "search/tune.h"
+
+namespace kvplan::cli {
+
+struct SearchFlags {
+  double max_bits = 0;
+  double max_bytes_per_token = 0;
+  std::string gpu_memory, weights_bytes, context;
+  int64_t sequences = 1;
+  std::string metric = "dkl";
+  std::string memory = "bits";
+  double eps = 0.05;
+  int min_samples = 2;
+  unsigned population = 64, generations = 200, seed = 42, islands = 2;
+  int max_rounds = 4, plans_per_round = 3, max_evaluations = 12;
+  std::string validation;  // held-out prompts; default configs/calibration/validation.jsonl
+  int validation_max_tokens = 128;
+};
+
+void add_search_flags(CLI::App* cmd, SearchFlags& flags);
+
+// Throws Error(kInvalidArgument) naming the flag for malformed or conflicting values.
+search::TuneOptions tune_options_from_flags(const SearchFlags& flags);
+
+std::string validation_path(const SearchFlags& flags);
+
+// "2026-11-29T08:40:00Z"
+std::string utc_timestamp();
+
+}  // namespace kvplan::cli

@@ -1,0 +1,96 @@
+// kvplan tune: profile + search + validate in one command, with good defaults — the main job.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/plan_search_runner.h"
+#include "core/error.h"
+#include "model/load_tokenizer.h"
+#include "model/model_weights.h"
+#include "model/transformer.h"
+#include "profile/calibration.h"
+#include "profile/profiler.h"
+#include "profile/progress.h"
+
+namespace kvplan::cli {
+namespace {
+
+struct TuneCommandOptions {
+  std::string model, prompts, candidates, mode = "per-token", output = "plan.json", profile_out;
+  int64_t group_size = 32, residual_length = 32;
+  int max_tokens = 128, num_prompts = 0, kl_prompts = 8, threads = 0;
+  SearchFlags flags;
+  bool json = false;
+};
+
+void run_tune(const TuneCommandOptions& o) {
+  ProfileOptions opt;
+  if (o.group_size <= 0 || o.residual_length <= 0) {
+    fail(ErrorCode::kInvalidArgument, "--group-size and --residual-length must be positive");
+  }
+  opt.settings.mode = parse_quant_mode(o.mode);
+  opt.settings.group_size = static_cast<size_t>(o.group_size);
+  opt.settings.residual_length = static_cast<size_t>(o.residual_length);
+  opt.settings.validate();
+  if (!o.candidates.empty()) opt.candidates = parse_candidates(o.candidates);
+  opt.kl_prompts = o.kl_prompts;
+  opt.threads = o.threads;
+  opt.tool_version = KVPLAN_VERSION;
+  (void)tune_options_from_flags(o.flags);  // refuse bad search flags before the long profile
+
+  const std::filesystem::path prompts = o.prompts.empty()
+                                            ? config_dir() / "calibration" / "default.jsonl"
+                                            : std::filesystem::path(o.prompts);
+  const std::vector<CalibrationItem> items = read_calibration_file(prompts);
+  const ModelWeights weights = load_model_weights(o.model);
+  const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
+  const CalibrationSet cal =
+      tokenize_calibration(items, prompts.string(), *tokenizer, weights.config,
+                           {.max_tokens = o.max_tokens, .num_prompts = o.num_prompts});
+  spdlog::info("calibration {}: {} prompts, {} tokens", prompts.string(), cal.prompts.size(),
+               cal.n_tokens);
+  const Transformer model(weights);
+  ProgressPrinter printer(stderr);
+  opt.progress = [&](const ProfileProgress& p) { printer.update(p); };
+  const Profile profile = run_profile(model, cal, opt);
+  printer.finish();
+  if (!o.profile_out.empty()) {
+    write_profile(o.profile_out, profile);
+    spdlog::info("profile written to {}", o.profile_out);
+  }
+  search_and_write_plan(profile, weights, *tokenizer, o.flags, o.output, o.json);
+}
+
+}  // namespace
+
+void register_tune_command(CLI::App& app) {
+  auto o = std::make_shared<TuneCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Profile, search and validate: the per-layer KV plan for a model under a budget");
+  cmd->footer(
+      "Example: kvplan tune --model SmolLM2-135M-Instruct.Q4_1.gguf --max-bits 4 -o plan.json\n"
+      "Runs `kvplan profile` on the calibration prompts (default "
+      "configs/calibration/default.jsonl),\n"
+      "then `kvplan search` (held-out prompts: configs/calibration/validation.jsonl).");
+  cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
+  cmd->add_option("-o,--output", o->output, "plan.json to write (default plan.json)");
+  cmd->add_option("--profile-out", o->profile_out, "Also write the profile here");
+  cmd->add_option("--prompts", o->prompts, "Calibration prompts (text or JSONL)");
+  cmd->add_option("--max-tokens", o->max_tokens, "Tokens per calibration prompt");
+  cmd->add_option("--num-prompts", o->num_prompts, "Use the first N calibration prompts");
+  cmd->add_option("--kl-prompts", o->kl_prompts, "Prompts the dKL re-runs use (0 = all)");
+  cmd->add_option("--candidates", o->candidates, "Candidate pairs (default K{8,4,2}xV{8,4,2})");
+  cmd->add_option("--mode", o->mode, "per-token or kivi");
+  cmd->add_option("--group-size", o->group_size, "Quantization group (default 32)");
+  cmd->add_option("--residual-length", o->residual_length, "kivi full-precision window");
+  cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)");
+  add_search_flags(cmd, o->flags);
+  cmd->add_flag("--json", o->json, "Print the plan as JSON");
+  cmd->callback([o] { run_tune(*o); });
+}
+
+}  // namespace kvplan::cli
