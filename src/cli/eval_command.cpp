@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/device_option.h"
 #include "cli/kv_flags.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -29,6 +30,7 @@ struct EvalCommandOptions {
   int ctx = 256;
   int threads = 0;
   int max_chunks = 0;
+  std::string device = "auto";
   bool exact_chunk = false;
   bool json = false;
 };
@@ -89,6 +91,10 @@ void run_eval(const EvalCommandOptions& o) {
   if (o.text_path.empty() == o.prompts_path.empty()) {
     fail(ErrorCode::kInvalidArgument, "give exactly one of --text FILE and --prompts FILE");
   }
+  const DeviceChoice device = resolve_device_option(o.device);
+  if (device.use_gpu) {
+    spdlog::info("eval: the embedded forward pass has no GPU path yet; it runs on the CPU");
+  }
   set_compute_threads(o.threads);
   const auto load_start = std::chrono::steady_clock::now();
   const ModelWeights weights = load_model_weights(o.model);
@@ -113,6 +119,7 @@ void run_eval(const EvalCommandOptions& o) {
   };
   out["kv_cache"] = kv_json;
   out["threads"] = compute_threads();
+  out["device"] = device.description;
 
   EvalResult r;
   if (!o.text_path.empty()) {
@@ -190,6 +197,7 @@ void register_eval_command(CLI::App& app) {
   cmd->add_flag("--exact-chunk", o->exact_chunk,
                 "A chunk's own attention reads its exact K/V (default: the quantized cache, as "
                 "llama.cpp and vLLM do)");
+  add_device_option(cmd, &o->device);
   cmd->add_flag("--json", o->json, "Print the result as JSON");
   cmd->callback([o] { run_eval(*o); });
 }

@@ -11,6 +11,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/device_option.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "model/load_tokenizer.h"
@@ -30,6 +31,7 @@ struct ProfileCommandOptions {
   int64_t group_size = 32, residual_length = 32;
   int max_tokens = 128, num_prompts = 0, kl_prompts = 8, threads = 0;
   bool resume = false, exact_chunk = false, json = false;
+  std::string device = "auto";
 };
 
 struct MergeCommandOptions {
@@ -120,6 +122,12 @@ void run_profile_command(const ProfileCommandOptions& o) {
   opt.settings.group_size = static_cast<size_t>(o.group_size);
   opt.settings.residual_length = static_cast<size_t>(o.residual_length);
   opt.settings.validate();
+  const DeviceChoice device = resolve_device_option(o.device);
+  if (device.use_gpu) {
+    spdlog::info(
+        "profile: metrics run on the CPU in this version (GPU path: "
+        "kvplan::gpu::batched_attention, kernels/kv_kernels.h)");
+  }
   if (!o.candidates.empty()) opt.candidates = parse_candidates(o.candidates);
   opt.kl_prompts = o.kl_prompts;
   opt.threads = o.threads;
@@ -213,6 +221,7 @@ void register_profile_command(CLI::App& app) {
                 "A prompt's own attention reads exact K/V (KIVI prefill; default: quantized)");
   cmd->add_option("-o,--output", o->output, "profile.json to write (atomically)");
   cmd->add_flag("--json", o->json, "Print the summary as JSON");
+  add_device_option(cmd, &o->device);
 
   CLI::App* merge = cmd->add_subcommand("merge", "Join shard profiles into one profile.json");
   merge->footer("Example: kvplan profile merge -o profile.json shard-*.json");
