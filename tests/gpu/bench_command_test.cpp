@@ -1,4 +1,5 @@
-// `kvplan bench kernels` and `--device` end to end (CPU reference paths on a machine without a GPU).
+// `kvplan bench kernels` and `--device` end to end (CPU reference paths on a machine without a
+// GPU).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
