@@ -302,6 +302,14 @@ TEST(ProfilerSmolLM2, MonotonicAndKeysMoreSensitiveOnSampledLayers) {
               r2);
   EXPECT_GT(r4, 1.0);
   EXPECT_GT(r2, 1.0);
+  // A rerun on another thread count gives the same bytes (cheap: the last layer only).
+  o.layers = {29};
+  o.threads = 2;
+  const Profile a = run_profile(*m->model, cal, o);
+  o.threads = 1;
+  const Profile b = run_profile(*m->model, cal, o);
+  EXPECT_EQ(without_timings(a), without_timings(b));
+  EXPECT_EQ(a.cell(29, 0)->metrics.dkl, p.cell(29, 0)->metrics.dkl);
 }
 
 }  // namespace
