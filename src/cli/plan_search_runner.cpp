@@ -1,6 +1,7 @@
 #include "cli/plan_search_runner.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -36,8 +37,10 @@ void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
   spdlog::info("held-out prompts: {} ({} prompts, {} tokens)", held_out_path,
                held_out_set.prompts.size(), held_out_set.n_tokens);
   const search::HeldOutKl held_out(model, held_out_set.prompts, profile.quantization);
-  const search::TuneOutput out =
-      search::tune_plan(profile, held_out, held_out_set.source, held_out_set.hash, options);
+  const search::TuneOutput out = search::tune_plan(
+      profile, held_out,
+      // the file name only: the plan must not depend on where the checkout is
+      std::filesystem::path(held_out_set.source).filename().string(), held_out_set.hash, options);
   check_plan_matches(out.plan, kv_geometry(weights.config), weights.config.source);
   write_plan(output, out.plan);
 
