@@ -12,6 +12,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/profile_flags.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "model/load_tokenizer.h"
@@ -27,10 +28,9 @@ namespace kvplan::cli {
 namespace {
 
 struct ProfileCommandOptions {
-  std::string model, prompts, candidates, mode = "per-token", shard, output;
-  int64_t group_size = 32, residual_length = 32;
-  int max_tokens = 128, num_prompts = 0, kl_prompts = 8, threads = 0;
-  bool resume = false, exact_chunk = false, json = false;
+  std::string model, shard, output;
+  ProfileFlags profile;
+  bool resume = false, json = false;
   std::string device = "auto";
 };
 
@@ -113,26 +113,14 @@ void print_summary(const Profile& p, const std::string& path, bool json) {
 void run_profile_command(const ProfileCommandOptions& o) {
   if (o.model.empty()) fail(ErrorCode::kInvalidArgument, "--model is required");
   if (o.output.empty()) fail(ErrorCode::kInvalidArgument, "-o/--output is required");
-  ProfileOptions opt;
+  ProfileOptions opt = profile_options_from_flags(o.profile);
   if (!o.shard.empty()) parse_shard(o.shard, opt.shard_index, opt.shard_count);
-  if (o.group_size <= 0 || o.residual_length <= 0) {
-    fail(ErrorCode::kInvalidArgument, "--group-size and --residual-length must be positive");
-  }
-  opt.settings.mode = parse_quant_mode(o.mode);
-  opt.settings.group_size = static_cast<size_t>(o.group_size);
-  opt.settings.residual_length = static_cast<size_t>(o.residual_length);
-  opt.settings.validate();
   const DeviceChoice device = resolve_device_option(o.device);
   if (device.use_gpu) {
     spdlog::info(
         "profile: metrics run on the CPU in this version (GPU path: "
         "kvplan::gpu::batched_attention, kernels/kv_kernels.h)");
   }
-  if (!o.candidates.empty()) opt.candidates = parse_candidates(o.candidates);
-  opt.kl_prompts = o.kl_prompts;
-  opt.threads = o.threads;
-  opt.chunk_attends_quantized = !o.exact_chunk;
-  opt.tool_version = KVPLAN_VERSION;
   std::unique_ptr<Profile> resume;
   if (o.resume && std::filesystem::exists(o.output)) {
     resume = std::make_unique<Profile>(read_profile(o.output));
@@ -142,9 +130,7 @@ void run_profile_command(const ProfileCommandOptions& o) {
   }
 
   // The prompts are read before the (possibly large) model so that a bad file fails at once.
-  const std::filesystem::path prompts = o.prompts.empty()
-                                            ? config_dir() / "calibration" / "default.jsonl"
-                                            : std::filesystem::path(o.prompts);
+  const std::filesystem::path prompts = calibration_path(o.profile);
   const std::vector<CalibrationItem> items = read_calibration_file(prompts);
   const auto load_start = std::chrono::steady_clock::now();
   const ModelWeights weights = load_model_weights(o.model);
@@ -153,9 +139,8 @@ void run_profile_command(const ProfileCommandOptions& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   spdlog::info("loaded {} ({} layers) in {:.2f} s", weights.config.name, weights.config.n_layers,
                load_s);
-  const CalibrationSet cal =
-      tokenize_calibration(items, prompts.string(), *tokenizer, weights.config,
-                           {.max_tokens = o.max_tokens, .num_prompts = o.num_prompts});
+  const CalibrationSet cal = tokenize_calibration(items, prompts.string(), *tokenizer,
+                                                  weights.config, calibration_options(o.profile));
   spdlog::info("calibration {}: {} prompts, {} tokens", prompts.string(), cal.prompts.size(),
                cal.n_tokens);
 
@@ -199,26 +184,9 @@ void register_profile_command(CLI::App& app) {
       "Default calibration: configs/calibration/default.jsonl. Metrics: src/profile/metrics.h;\n"
       "see docs/profiling-at-scale.md for Slurm and Kubernetes.");
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory");
-  cmd->add_option("--prompts", o->prompts,
-                  "Calibration: text (prompts separated by blank lines) or JSONL with "
-                  "{\"text\"}, {\"messages\"} or {\"tokens\"} (default: the built-in set)");
-  cmd->add_option("--candidates", o->candidates,
-                  "Comma-separated pairs: K8V4,KV4,q8_0/q4_0,fp8_e4m3/int4 (default: K{8,4,2} x "
-                  "V{8,4,2} int)");
-  cmd->add_option("--mode", o->mode, "per-token (default) or kivi");
-  cmd->add_option("--group-size", o->group_size, "Quantization group (default 32)");
-  cmd->add_option("--residual-length", o->residual_length,
-                  "kivi: full-precision window, a multiple of the group (default 32)");
-  cmd->add_option("--max-tokens", o->max_tokens,
-                  "Tokens per prompt, BOS included; longer prompts are truncated (default 128)");
-  cmd->add_option("--num-prompts", o->num_prompts, "Use the first N prompts (default: all)");
-  cmd->add_option("--kl-prompts", o->kl_prompts,
-                  "Prompts dKL re-runs, evenly spaced (default 8; 0 = all)");
+  add_profile_flags(cmd, o->profile);
   cmd->add_option("--shard", o->shard, "Compute shard i of n (0-based), e.g. 2/8");
   cmd->add_flag("--resume", o->resume, "Keep the cells already in the -o file, compute the rest");
-  cmd->add_option("--threads", o->threads, "Worker threads (default: all cores)");
-  cmd->add_flag("--exact-chunk", o->exact_chunk,
-                "A prompt's own attention reads exact K/V (KIVI prefill; default: quantized)");
   cmd->add_option("-o,--output", o->output, "profile.json to write (atomically)");
   cmd->add_flag("--json", o->json, "Print the summary as JSON");
   add_device_option(cmd, &o->device);

@@ -8,6 +8,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/plan_search_runner.h"
+#include "cli/profile_flags.h"
 #include "core/error.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
@@ -20,37 +21,22 @@ namespace kvplan::cli {
 namespace {
 
 struct TuneCommandOptions {
-  std::string model, prompts, candidates, mode = "per-token", output = "plan.json", profile_out;
-  int64_t group_size = 32, residual_length = 32;
-  int max_tokens = 128, num_prompts = 0, kl_prompts = 8, threads = 0;
+  std::string model, output = "plan.json", profile_out;
+  ProfileFlags profile;
   SearchFlags flags;
   bool json = false;
 };
 
 void run_tune(const TuneCommandOptions& o) {
-  ProfileOptions opt;
-  if (o.group_size <= 0 || o.residual_length <= 0) {
-    fail(ErrorCode::kInvalidArgument, "--group-size and --residual-length must be positive");
-  }
-  opt.settings.mode = parse_quant_mode(o.mode);
-  opt.settings.group_size = static_cast<size_t>(o.group_size);
-  opt.settings.residual_length = static_cast<size_t>(o.residual_length);
-  opt.settings.validate();
-  if (!o.candidates.empty()) opt.candidates = parse_candidates(o.candidates);
-  opt.kl_prompts = o.kl_prompts;
-  opt.threads = o.threads;
-  opt.tool_version = KVPLAN_VERSION;
+  ProfileOptions opt = profile_options_from_flags(o.profile);
   (void)tune_options_from_flags(o.flags);  // refuse bad search flags before the long profile
 
-  const std::filesystem::path prompts = o.prompts.empty()
-                                            ? config_dir() / "calibration" / "default.jsonl"
-                                            : std::filesystem::path(o.prompts);
+  const std::filesystem::path prompts = calibration_path(o.profile);
   const std::vector<CalibrationItem> items = read_calibration_file(prompts);
   const ModelWeights weights = load_model_weights(o.model);
   const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
-  const CalibrationSet cal =
-      tokenize_calibration(items, prompts.string(), *tokenizer, weights.config,
-                           {.max_tokens = o.max_tokens, .num_prompts = o.num_prompts});
+  const CalibrationSet cal = tokenize_calibration(items, prompts.string(), *tokenizer,
+                                                  weights.config, calibration_options(o.profile));
   spdlog::info("calibration {}: {} prompts, {} tokens", prompts.string(), cal.prompts.size(),
                cal.n_tokens);
   const Transformer model(weights);
@@ -79,15 +65,7 @@ void register_tune_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
   cmd->add_option("-o,--output", o->output, "plan.json to write (default plan.json)");
   cmd->add_option("--profile-out", o->profile_out, "Also write the profile here");
-  cmd->add_option("--prompts", o->prompts, "Calibration prompts (text or JSONL)");
-  cmd->add_option("--max-tokens", o->max_tokens, "Tokens per calibration prompt");
-  cmd->add_option("--num-prompts", o->num_prompts, "Use the first N calibration prompts");
-  cmd->add_option("--kl-prompts", o->kl_prompts, "Prompts the dKL re-runs use (0 = all)");
-  cmd->add_option("--candidates", o->candidates, "Candidate pairs (default K{8,4,2}xV{8,4,2})");
-  cmd->add_option("--mode", o->mode, "per-token or kivi");
-  cmd->add_option("--group-size", o->group_size, "Quantization group (default 32)");
-  cmd->add_option("--residual-length", o->residual_length, "kivi full-precision window");
-  cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)");
+  add_profile_flags(cmd, o->profile);
   add_search_flags(cmd, o->flags);
   cmd->add_flag("--json", o->json, "Print the plan as JSON");
   cmd->callback([o] { run_tune(*o); });

@@ -1,0 +1,55 @@
+#include "cli/profile_flags.h"
+
+#include "cli/cli_util.h"
+#include "core/error.h"
+
+namespace kvplan::cli {
+
+void add_profile_flags(CLI::App* cmd, ProfileFlags& f) {
+  cmd->add_option("--prompts", f.prompts,
+                  "Calibration: text (prompts separated by blank lines) or JSONL with "
+                  "{\"text\"}, {\"messages\"} or {\"tokens\"} (default: the built-in set)");
+  cmd->add_option("--candidates", f.candidates,
+                  "Comma-separated pairs: K8V4,KV4,q8_0/q4_0,fp8_e4m3/int4 (default: K{8,4,2} x "
+                  "V{8,4,2} int)");
+  cmd->add_option("--mode", f.mode, "per-token (default) or kivi");
+  cmd->add_option("--group-size", f.group_size, "Quantization group (default 32)");
+  cmd->add_option("--residual-length", f.residual_length,
+                  "kivi: full-precision window, a multiple of the group (default 32)");
+  cmd->add_option("--max-tokens", f.max_tokens,
+                  "Tokens per prompt, BOS included; longer prompts are truncated (default 128)");
+  cmd->add_option("--num-prompts", f.num_prompts, "Use the first N prompts (default: all)");
+  cmd->add_option("--kl-prompts", f.kl_prompts,
+                  "Prompts dKL re-runs, evenly spaced (default 8; 0 = all)");
+  cmd->add_option("--threads", f.threads, "Worker threads (default: all cores)");
+  cmd->add_flag("--exact-chunk", f.exact_chunk,
+                "A prompt's own attention reads exact K/V (KIVI prefill; default: quantized)");
+}
+
+ProfileOptions profile_options_from_flags(const ProfileFlags& f) {
+  if (f.group_size <= 0 || f.residual_length <= 0) {
+    fail(ErrorCode::kInvalidArgument, "--group-size and --residual-length must be positive");
+  }
+  ProfileOptions opt;
+  opt.settings.mode = parse_quant_mode(f.mode);
+  opt.settings.group_size = static_cast<size_t>(f.group_size);
+  opt.settings.residual_length = static_cast<size_t>(f.residual_length);
+  opt.settings.validate();
+  if (!f.candidates.empty()) opt.candidates = parse_candidates(f.candidates);
+  opt.kl_prompts = f.kl_prompts;
+  opt.threads = f.threads;
+  opt.chunk_attends_quantized = !f.exact_chunk;
+  opt.tool_version = KVPLAN_VERSION;
+  return opt;
+}
+
+std::filesystem::path calibration_path(const ProfileFlags& f) {
+  return f.prompts.empty() ? config_dir() / "calibration" / "default.jsonl"
+                           : std::filesystem::path(f.prompts);
+}
+
+CalibrationOptions calibration_options(const ProfileFlags& f) {
+  return {.max_tokens = f.max_tokens, .num_prompts = f.num_prompts};
+}
+
+}  // namespace kvplan::cli
