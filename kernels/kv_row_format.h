@@ -52,8 +52,17 @@ KVPLAN_HD inline int row_unit_values(const RowFormat& f, int u) {
 // Fills `out` and returns true when `id` can pack rows of `row_values` values with `group_size`;
 // false otherwise (unknown id, a ggml row that is not whole blocks, group 0, a row over
 // kMaxRowValues). Host code turns false into an error naming the format (src/formats does).
+KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, RowFormat* out);
+
 KVPLAN_HD inline bool make_row_format(uint16_t id, int row_values, int group_size, RowFormat* out) {
-  if (row_values <= 0 || row_values > kMaxRowValues) return false;
+  if (row_values > kMaxRowValues) return false;
+  return row_geometry(id, row_values, group_size, out);
+}
+
+// The geometry and byte size of a packed row of any length — the one place row sizes are computed;
+// src/formats' packed_row_bytes returns its row_bytes (and turns false into an error message).
+KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, RowFormat* out) {
+  if (row_values <= 0) return false;
   RowFormat f;
   f.id = id;
   f.row_values = row_values;

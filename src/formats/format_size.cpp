@@ -1,7 +1,10 @@
 #include "formats/format_size.h"
 
+#include <limits>
+
 #include "core/error.h"
 #include "kernels/kv_blocks.h"
+#include "kernels/kv_row_format.h"
 
 namespace kvplan {
 
@@ -23,17 +26,9 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
   if (n_values == 0) fail(ErrorCode::kInvalidArgument, "format {}: empty row", format.name());
   const FormatInfo& info = format.info();
   switch (info.family) {
-    case FormatFamily::kPlain:
-      return n_values * static_cast<size_t>(info.bits / 8);
-    case FormatFamily::kFp8:
-      return n_values;
-    case FormatFamily::kUniformInt: {
-      const size_t group = effective_group_size(format, n_values, group_size);
-      const size_t full_groups = n_values / group;
-      const size_t tail = n_values % group;
-      return full_groups * int_group_bytes(group, info.bits) +
-             (tail > 0 ? int_group_bytes(tail, info.bits) : 0);
-    }
+    case FormatFamily::kUniformInt:
+      (void)effective_group_size(format, n_values, group_size);  // refuses group 0
+      break;
     case FormatFamily::kGgmlBlock:
       if (n_values % kGgmlBlock != 0) {
         fail(ErrorCode::kInvalidArgument,
@@ -41,13 +36,26 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
              "blocks (use int8/int4/int2, whose group is clamped to the row)",
              info.name, kGgmlBlock, n_values);
       }
-      return n_values / kGgmlBlock * static_cast<size_t>(info.block_bytes);
+      break;
     case FormatFamily::kOpaqueSlot:
       fail(ErrorCode::kInvalidArgument,
            "format {} is an opaque per-token slot for K and V together; it has no row layout",
            format.name());
+    default:
+      break;
   }
-  fail(ErrorCode::kInternal, "unhandled format family");
+  constexpr size_t kMaxInt = static_cast<size_t>(std::numeric_limits<int>::max());
+  if (n_values > kMaxInt / 8 || group_size > kMaxInt) {
+    fail(ErrorCode::kInvalidArgument, "format {}: a row of {} values (group {}) is too large",
+         format.name(), n_values, group_size);
+  }
+  // The size itself comes from the host/device geometry in kernels/, so CPU and GPU cannot differ.
+  RowFormat row;
+  if (!row_geometry(static_cast<uint16_t>(format.id()), static_cast<int>(n_values),
+                    static_cast<int>(group_size), &row)) {
+    fail(ErrorCode::kInternal, "format {}: no row geometry for {} values", format.name(), n_values);
+  }
+  return static_cast<size_t>(row.row_bytes);
 }
 
 double effective_bits(Format format, size_t n_values, size_t group_size) {
