@@ -29,6 +29,9 @@ class Hasher {
   Hasher& update(std::string_view text);
   Hasher& update_bytes(std::span<const std::byte> bytes);
   Hasher& update_u64(uint64_t value);
+  // Bytes without a length prefix: consecutive update_raw calls hash like one call over their
+  // concatenation, so a stream can be fed in pieces of any size.
+  Hasher& update_raw(std::span<const std::byte> bytes);
   [[nodiscard]] uint64_t digest() const;
 
  private:
