@@ -49,6 +49,13 @@ inline hipError_t hipMalloc(void** p, size_t n) {
 inline hipError_t hipFree(void* p) {
   return cudaFree(p);
 }
+inline constexpr unsigned hipHostMallocDefault = cudaHostAllocDefault;
+inline hipError_t hipHostMalloc(void** p, size_t n, unsigned flags) {
+  return cudaHostAlloc(p, n, flags);
+}
+inline hipError_t hipHostFree(void* p) {
+  return cudaFreeHost(p);
+}
 inline hipError_t hipMemcpyAsync(void* dst, const void* src, size_t n, hipMemcpyKind kind,
                                  hipStream_t s) {
   return cudaMemcpyAsync(dst, src, n, kind, s);

@@ -63,6 +63,9 @@ Status copy_to_device(void* dst, const void* src, size_t bytes, Stream stream);
 Status copy_to_host(void* dst, const void* src, size_t bytes, Stream stream);
 Status copy_device_to_device(void* dst, const void* src, size_t bytes, Stream stream);
 Status memset_device(void* ptr, int value, size_t bytes, Stream stream);
+// Page-locked host memory the device copies to and from directly (hipHostMalloc / cudaHostAlloc).
+Status malloc_pinned_host(void** ptr, size_t bytes);
+Status free_pinned_host(void* ptr);
 
 Status stream_create(Stream* stream);
 Status stream_destroy(Stream stream);
@@ -73,6 +76,7 @@ Status last_error();
 Status event_create(Event* event);
 Status event_destroy(Event event);
 Status event_record(Event event, Stream stream);
+Status event_synchronize(Event event);  // waits until the work before the event has finished
 Status event_elapsed_ms(Event start, Event stop, float* ms);  // waits for `stop`
 
 }  // namespace kvplan::gpu

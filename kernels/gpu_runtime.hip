@@ -85,6 +85,16 @@ Status memset_device(void* ptr, int value, size_t bytes, Stream stream) {
   return ok_status();
 }
 
+Status malloc_pinned_host(void** ptr, size_t bytes) {
+  KVPLAN_GPU_CHECK(hipHostMalloc(ptr, bytes, hipHostMallocDefault));
+  return ok_status();
+}
+
+Status free_pinned_host(void* ptr) {
+  KVPLAN_GPU_CHECK(hipHostFree(ptr));
+  return ok_status();
+}
+
 Status stream_create(Stream* stream) {
   hipStream_t s = nullptr;
   KVPLAN_GPU_CHECK(hipStreamCreate(&s));
@@ -121,6 +131,11 @@ Status event_destroy(Event event) {
 
 Status event_record(Event event, Stream stream) {
   KVPLAN_GPU_CHECK(hipEventRecord(as_event(event), as_stream(stream)));
+  return ok_status();
+}
+
+Status event_synchronize(Event event) {
+  KVPLAN_GPU_CHECK(hipEventSynchronize(as_event(event)));
   return ok_status();
 }
 

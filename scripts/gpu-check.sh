@@ -29,7 +29,8 @@ echo "gpu-check: configuring ${backend} build in ${build_dir}"
 cmake -S . -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPLAN_WERROR=ON \
   -DKVPLAN_BUILD_BENCHMARKS=OFF -DKVPLAN_HIP="${backend}" "${arch_flags[@]}" >/dev/null
 echo "gpu-check: building kvplan_gpu_test and kvplan (-j${jobs})"
-cmake --build "${build_dir}" -j "${jobs}" --target kvplan_gpu_test kvplan >/dev/null
+cmake --build "${build_dir}" -j "${jobs}" --target kvplan_gpu_test kvplan kvplan_runtime_test \
+  kvplan_runtime_stress_test kvplan_bench_runtime >/dev/null
 mkdir -p "${out_dir}"
 built=$(date +%s)
 
@@ -44,6 +45,18 @@ if grep -q "SKIPPED.*GpuKernels" "${out_dir}/tests.log"; then
   echo "gpu-check: the GPU tests skipped (no usable GPU) — nothing was checked on a device" >&2
   exit 1
 fi
+
+echo "gpu-check: the runtime on GPU pages (backend tests, 200k-op stress, transfer benchmark)"
+set +e
+timeout 120 "${build_dir}/tests/runtime/kvplan_runtime_test" --gtest_filter='GpuBackend*' \
+  > "${out_dir}/runtime.log" 2>&1
+runtime_rc=$?
+KVPLAN_STRESS_BACKEND=gpu KVPLAN_STRESS_OPS=200000 timeout 180 \
+  "${build_dir}/tests/runtime/kvplan_runtime_stress_test" >> "${out_dir}/runtime.log" 2>&1
+stress_rc=$?
+timeout 120 "${build_dir}/tests/runtime/kvplan_bench_runtime" 100000 > "${out_dir}/runtime-bench.txt" 2>&1
+runtime_bench_rc=$?
+set -e
 
 echo "gpu-check: kernel benchmark (32K tokens x batch 8)"
 set +e
@@ -69,6 +82,10 @@ else
   echo "bench failed (exit ${bench_rc}):"; tail -5 "${out_dir}/bench.err"
 fi
 echo
+printf "%-34s %s\n" "runtime GPU backend (exit ${runtime_rc})" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out_dir}/runtime.log" | head -3 | tr '\n' ' ')"
+printf "%-34s %s\n" "runtime stress on GPU (exit ${stress_rc})" "$(grep -m1 -E 'ops|mismatch' "${out_dir}/runtime.log" || true)"
+grep -A4 "^device tier" "${out_dir}/runtime-bench.txt" || tail -3 "${out_dir}/runtime-bench.txt"
+echo
 echo "time: build $((built - start)) s, tests $((tested - built)) s, bench $((done_at - tested)) s"
 echo "logs: ${out_dir}/"
-[[ ${test_rc} -eq 0 && ${bench_rc} -eq 0 ]]
+[[ ${test_rc} -eq 0 && ${bench_rc} -eq 0 && ${runtime_rc} -eq 0 && ${stress_rc} -eq 0 && ${runtime_bench_rc} -eq 0 ]]

@@ -46,6 +46,13 @@ Status copy_device_to_device(void*, const void*, size_t, Stream) {
 Status memset_device(void*, int, size_t, Stream) {
   return not_compiled("memset_device");
 }
+Status malloc_pinned_host(void** ptr, size_t) {
+  *ptr = nullptr;
+  return not_compiled("malloc_pinned_host");
+}
+Status free_pinned_host(void*) {
+  return not_compiled("free_pinned_host");
+}
 Status stream_create(Stream* stream) {
   *stream = nullptr;
   return not_compiled("stream_create");
@@ -68,6 +75,9 @@ Status event_destroy(Event) {
 }
 Status event_record(Event, Stream) {
   return not_compiled("event_record");
+}
+Status event_synchronize(Event) {
+  return not_compiled("event_synchronize");
 }
 Status event_elapsed_ms(Event, Event, float*) {
   return not_compiled("event_elapsed_ms");

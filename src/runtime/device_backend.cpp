@@ -9,6 +9,9 @@
 #include <new>
 
 #include "core/error.h"
+#include "core/stream_copy.h"
+#include "gpu/device_selection.h"
+#include "runtime/gpu_device_backend.h"
 #include "runtime/stored_object.h"
 
 namespace kvplan {
@@ -71,11 +74,14 @@ class HostStandinBackend final : public DeviceBackend {
   void free_device(std::byte* p, size_t) override { std::free(p); }
   std::byte* allocate_pinned(size_t bytes) override { return allocate_locked_pages(bytes); }
   void free_pinned(std::byte* p, size_t bytes) override { free_locked_pages(p, bytes); }
+  // Neither side is read again soon after a transfer, so both directions stream past the cache.
   void copy_device_to_host(std::byte* host, const std::byte* device, size_t n) override {
-    std::memcpy(host, device, n);
+    copy_nontemporal(host, device, n);
+    fence_nontemporal_stores();
   }
   void copy_host_to_device(std::byte* device, const std::byte* host, size_t n) override {
-    std::memcpy(device, host, n);
+    copy_nontemporal(device, host, n);
+    fence_nontemporal_stores();
   }
   uint64_t copy_device_to_host_checksum(std::byte* host, const std::byte* device,
                                         size_t n) override {
@@ -96,7 +102,10 @@ std::shared_ptr<DeviceBackend> make_host_standin_backend() {
 }
 
 std::shared_ptr<DeviceBackend> make_default_device_backend() {
-  // A HIP build adds its backend here (kernels/gpu_compat.h); until then the host stand-in.
+  // The --device auto rule of the CLI: a GPU when this build has GPU support and the runtime finds
+  // one (select_device logs which), else host memory standing in for the device.
+  const DeviceChoice choice = select_device({});
+  if (choice.use_gpu) return make_gpu_device_backend(choice.index);
   return make_host_standin_backend();
 }
 

@@ -51,7 +51,9 @@ class DeviceBackend {
 
 // Host memory standing in for device memory (the KVPLAN_HIP=OFF build).
 std::shared_ptr<DeviceBackend> make_host_standin_backend();
-// The backend this build provides: the host stand-in unless built with HIP.
+// The backend this build and machine provide: GPU 0 when built with HIP (or CUDA) and a device is
+// found (make_gpu_device_backend, gpu_device_backend.h), else the host stand-in; one log line
+// says which.
 std::shared_ptr<DeviceBackend> make_default_device_backend();
 
 // mmap + mlock; Error(kResourceExhausted) with the errno text and the RLIMIT_MEMLOCK hint when the

@@ -32,6 +32,7 @@ struct TempDir {
 
 RuntimeOptions small_options(const PlanLayout& layout, size_t device_chunks, size_t host_chunks) {
   RuntimeOptions o;
+  o.backend = make_host_standin_backend();  // these tests read and write device pages directly
   o.chunk_tokens = layout.chunk_tokens();
   o.device_capacity_bytes = device_chunks * layout.chunk_bytes();
   o.host_capacity_bytes = host_chunks * stored_chunk_bytes(layout);

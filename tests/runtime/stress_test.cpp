@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/gpu_device_backend.h"
 #include "runtime/offload_runtime.h"
 #include "runtime_test_util.h"
 
@@ -46,6 +47,10 @@ TEST(RuntimeStress, RandomOpsKeepEveryByte) {
   o.disk_dir = dir;
   o.disk_capacity_bytes = 80 * stored_chunk_bytes(layout);
   o.disk_fsync = false;
+  // KVPLAN_STRESS_BACKEND=gpu runs the same operations on GPU pages (scripts/gpu-check.sh).
+  const char* backend = std::getenv("KVPLAN_STRESS_BACKEND");
+  if (backend != nullptr && std::string_view(backend) == "gpu")
+    o.backend = make_gpu_device_backend(0);
   auto rt = std::make_unique<OffloadRuntime>(plan, o);
 
   // Sequences share prefixes: 8 roots, each sequence continues one of them after 2 chunks.
@@ -76,7 +81,9 @@ TEST(RuntimeStress, RandomOpsKeepEveryByte) {
         const size_t i = rng() % seq_keys[s].size();
         const uint64_t key = seq_keys[s][i];
         if (std::optional<DeviceChunk> c = rt->try_acquire_device(key)) {
-          test::fill_pattern(c->data, c->bytes, key);
+          // Through write_device, not c->data: the same test runs on a GPU backend's pages.
+          test::fill_pattern(buf.data(), buf.size(), key);
+          rt->write_device(*c, 0, buf);
           pending.push_back(rt->store(*c));
           rt->release(*c);
         }

@@ -1,0 +1,156 @@
+#include "runtime/gpu_device_backend.h"
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/gpu_runtime.h"
+
+namespace kvplan {
+namespace {
+
+// Maps a failed GPU call to the runtime's error: what was being done, the call and its message.
+void check(gpu::Status s, std::string_view what) {
+  if (s.ok()) return;
+  const ErrorCode code = s.code == gpu::StatusCode::kNotCompiled ? ErrorCode::kUnimplemented
+                         : s.code == gpu::StatusCode::kNoDevice  ? ErrorCode::kNotFound
+                                                                 : ErrorCode::kInternal;
+  fail(code, "{}: {} failed: {}", what, s.call, s.message);
+}
+
+class GpuDeviceBackend final : public DeviceBackend {
+ public:
+  explicit GpuDeviceBackend(int device) : device_(device) {
+    check(gpu::set_device(device), "GPU device backend");
+    gpu::DeviceInfo info;
+    check(gpu::device_info(device, &info), "GPU device backend");
+    name_ = std::string(gpu::backend_name()) + " device " + std::to_string(device) + " (" +
+            info.name + ")";
+  }
+
+  ~GpuDeviceBackend() override {
+    for (gpu::Stream s : streams_) (void)gpu::stream_destroy(s);
+  }
+
+  [[nodiscard]] std::string_view name() const override { return name_; }
+
+  std::byte* allocate_device(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    const gpu::Status s = gpu::malloc_device(&p, bytes);
+    if (!s.ok()) {
+      fail(ErrorCode::kResourceExhausted, "device pool: {} of {} bytes failed: {}", s.call, bytes,
+           s.message);
+    }
+    return static_cast<std::byte*>(p);
+  }
+  void free_device(std::byte* p, size_t) override {
+    if (p != nullptr) (void)gpu::free_device(p);
+  }
+
+  // hipHostMalloc pins the pages or fails; the failure is reported, never replaced by pageable
+  // memory (which would turn every transfer into a staged copy).
+  std::byte* allocate_pinned(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    const gpu::Status s = gpu::malloc_pinned_host(&p, bytes);
+    if (!s.ok()) {
+      fail(ErrorCode::kResourceExhausted,
+           "pinned host tier: {} of {} bytes failed: {} — kvplan does not fall back to pageable "
+           "memory",
+           s.call, bytes, s.message);
+    }
+    return static_cast<std::byte*>(p);
+  }
+  void free_pinned(std::byte* p, size_t) override {
+    if (p != nullptr) (void)gpu::free_pinned_host(p);
+  }
+
+  void copy_device_to_host(std::byte* host, const std::byte* device, size_t n) override {
+    StreamLease stream(*this);
+    check(gpu::copy_to_host(host, device, n, stream.get()), "device->host transfer");
+    check(gpu::stream_synchronize(stream.get()), "device->host transfer");
+  }
+  void copy_host_to_device(std::byte* device, const std::byte* host, size_t n) override {
+    StreamLease stream(*this);
+    check(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
+    check(gpu::stream_synchronize(stream.get()), "host->device transfer");
+  }
+  // The checksum variants are DeviceBackend's: copy, then hash the pinned host side (device
+  // memory is not readable from the host).
+
+  // An event recorded on the producer's stream now; the transfer worker waits for it before it
+  // reads the pages, so a store never copies half-written KV.
+  DeviceFence record_fence(void* producer_stream) override {
+    gpu::Event e = nullptr;
+    check(gpu::set_device(device_), "store fence");
+    check(gpu::event_create(&e), "store fence");
+    const gpu::Status s = gpu::event_record(e, producer_stream);
+    if (!s.ok()) {
+      (void)gpu::event_destroy(e);
+      check(s, "store fence");
+    }
+    return {producer_stream, reinterpret_cast<uint64_t>(e)};
+  }
+  void wait_fence(const DeviceFence& fence) override {
+    auto* e = reinterpret_cast<gpu::Event>(fence.token);
+    if (e == nullptr) return;
+    const gpu::Status s = gpu::event_synchronize(e);
+    (void)gpu::event_destroy(e);
+    check(s, "store fence");
+  }
+
+ private:
+  // Transfer workers run concurrently; each copy borrows a stream of its own so one worker's
+  // synchronize never waits on another's transfer.
+  class StreamLease {
+   public:
+    explicit StreamLease(GpuDeviceBackend& b) : b_(b) {
+      std::lock_guard<std::mutex> lock(b_.mu_);
+      if (!b_.free_streams_.empty()) {
+        stream_ = b_.free_streams_.back();
+        b_.free_streams_.pop_back();
+        return;
+      }
+      check(gpu::set_device(b_.device_), "transfer stream");
+      check(gpu::stream_create(&stream_), "transfer stream");
+      b_.streams_.push_back(stream_);
+    }
+    ~StreamLease() {
+      std::lock_guard<std::mutex> lock(b_.mu_);
+      b_.free_streams_.push_back(stream_);
+    }
+    StreamLease(const StreamLease&) = delete;
+    StreamLease& operator=(const StreamLease&) = delete;
+    [[nodiscard]] gpu::Stream get() const { return stream_; }
+
+   private:
+    GpuDeviceBackend& b_;
+    gpu::Stream stream_ = nullptr;
+  };
+
+  int device_;
+  std::string name_;
+  std::mutex mu_;
+  std::vector<gpu::Stream> streams_;       // every stream created, destroyed with the backend
+  std::vector<gpu::Stream> free_streams_;  // those not lent out
+};
+
+}  // namespace
+
+std::shared_ptr<DeviceBackend> make_gpu_device_backend(int device) {
+  if (!gpu::compiled_in()) {
+    fail(ErrorCode::kUnimplemented,
+         "GPU device backend: no GPU support compiled in (build with -DKVPLAN_HIP=AMD or NVIDIA)");
+  }
+  int count = 0;
+  check(gpu::device_count(&count), "GPU device backend");
+  if (device < 0 || device >= count) {
+    fail(ErrorCode::kInvalidArgument, "GPU device backend: device {} requested, {} found", device,
+         count);
+  }
+  return std::make_shared<GpuDeviceBackend>(device);
+}
+
+}  // namespace kvplan
