@@ -29,7 +29,7 @@ echo "gpu-check: configuring ${backend} build in ${build_dir}"
 cmake -S . -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPLAN_WERROR=ON \
   -DKVPLAN_BUILD_BENCHMARKS=OFF -DKVPLAN_HIP="${backend}" "${arch_flags[@]}" >/dev/null
 echo "gpu-check: building kvplan_gpu_test and kvplan (-j${jobs})"
-cmake --build "${build_dir}" -j "${jobs}" --target kvplan_gpu_test kvplan kvplan_runtime_test \
+cmake --build "${build_dir}" -j "${jobs}" --target kvplan_gpu_test kvplan kvplan_gpu_cli_test kvplan_runtime_test \
   kvplan_runtime_stress_test kvplan_bench_runtime >/dev/null
 mkdir -p "${out_dir}"
 built=$(date +%s)
@@ -45,6 +45,13 @@ if grep -q "SKIPPED.*GpuKernels" "${out_dir}/tests.log"; then
   echo "gpu-check: the GPU tests skipped (no usable GPU) — nothing was checked on a device" >&2
   exit 1
 fi
+
+echo "gpu-check: kvplan profile --device gpu against --device cpu (stories260K)"
+set +e
+timeout 180 "${build_dir}/tests/gpu/kvplan_gpu_cli_test" --gtest_filter='ProfileOnGpu*' \
+  > "${out_dir}/profile.log" 2>&1
+profile_rc=$?
+set -e
 
 echo "gpu-check: the runtime on GPU pages (backend tests, 200k-op stress, transfer benchmark)"
 set +e
@@ -82,10 +89,11 @@ else
   echo "bench failed (exit ${bench_rc}):"; tail -5 "${out_dir}/bench.err"
 fi
 echo
+printf "%-34s %s\n" "profile gpu vs cpu (exit ${profile_rc})" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out_dir}/profile.log" | head -2 | tr '\n' ' ')"
 printf "%-34s %s\n" "runtime GPU backend (exit ${runtime_rc})" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "${out_dir}/runtime.log" | head -3 | tr '\n' ' ')"
 printf "%-34s %s\n" "runtime stress on GPU (exit ${stress_rc})" "$(grep -m1 -E 'ops|mismatch' "${out_dir}/runtime.log" || true)"
 grep -A4 "^device tier" "${out_dir}/runtime-bench.txt" || tail -3 "${out_dir}/runtime-bench.txt"
 echo
 echo "time: build $((built - start)) s, tests $((tested - built)) s, bench $((done_at - tested)) s"
 echo "logs: ${out_dir}/"
-[[ ${test_rc} -eq 0 && ${bench_rc} -eq 0 && ${runtime_rc} -eq 0 && ${stress_rc} -eq 0 && ${runtime_bench_rc} -eq 0 ]]
+[[ ${test_rc} -eq 0 && ${bench_rc} -eq 0 && ${profile_rc} -eq 0 && ${runtime_rc} -eq 0 && ${stress_rc} -eq 0 && ${runtime_bench_rc} -eq 0 ]]

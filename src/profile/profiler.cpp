@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include <spdlog/spdlog.h>
 #include <Eigen/Core>
 #ifdef _OPENMP
 #include <omp.h>
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "plan/memory_estimate.h"
+#include "profile/gpu_attention.h"
 #include "profile/kv_roundtrip.h"
 #include "profile/metrics.h"
 
@@ -165,7 +167,8 @@ struct LayerPartials {
 LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelConfig& c,
                                  const QuantSettings& settings, const std::vector<Format>& keys,
                                  const std::vector<Format>& values,
-                                 const std::vector<std::pair<size_t, size_t>>& cells) {
+                                 const std::vector<std::pair<size_t, size_t>>& cells,
+                                 GpuAttention* gpu) {
   const size_t L = static_cast<size_t>(l);
   const int n_kv = c.n_kv_heads[L];
   const AttentionLayerShape shape{c.n_heads, n_kv, c.head_dim, c.sliding_window[L]};
@@ -193,6 +196,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
     for (int g = 0; g < n_kv; ++g) {
       out.e_k[f].add(relative_row_error(kh[static_cast<size_t>(g)], khq[static_cast<size_t>(g)]));
     }
+    if (gpu != nullptr) continue;  // probabilities come from the GPU, per cell, below
     p_quant[f].resize(static_cast<size_t>(c.n_heads));
     for (int h = 0; h < c.n_heads; ++h) {
       const size_t g = static_cast<size_t>(h / group);
@@ -211,6 +215,27 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
       out.e_v[f].add(
           relative_row_error(vh[static_cast<size_t>(g)], v_quant[f][static_cast<size_t>(g)]));
     }
+  }
+  if (gpu != nullptr) {
+    std::vector<bool> scored(keys.size(), false);
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const auto [kf, vf] = cells[i];
+      const GpuAttention::Result r =
+          gpu->attend(cap.q[L], cap.k[L], cap.v[L], keys[kf], values[vf], settings, shape);
+      if (!scored[kf]) {  // P depends on the key format only: score it from its first cell
+        scored[kf] = true;
+        for (int h = 0; h < c.n_heads; ++h) {
+          out.e_a[kf].add(attention_score_error(p_exact[static_cast<size_t>(h)],
+                                                r.probabilities[static_cast<size_t>(h)]));
+        }
+      }
+      const std::vector<RowMatrix> oh = split_heads(r.out, c.n_heads, c.head_dim);
+      for (int h = 0; h < c.n_heads; ++h) {
+        out.e_o[i].add(
+            relative_row_error(o_exact[static_cast<size_t>(h)], oh[static_cast<size_t>(h)]));
+      }
+    }
+    return out;
   }
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto [kf, vf] = cells[i];
@@ -362,6 +387,18 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   profile.timings = {{"threads", threads}};
   if (cells_total == 0) return profile;
 
+  // The attention-side metrics go to the GPU when one was chosen and the mode is one its kernels
+  // pack; timings record where they ran (GPU probabilities differ from the CPU's in rounding).
+  std::unique_ptr<GpuAttention> gpu;
+  if (options.gpu_device >= 0 && GpuAttention::supports(options.settings)) {
+    gpu = std::make_unique<GpuAttention>(options.gpu_device);
+  } else if (options.gpu_device >= 0) {
+    spdlog::info(
+        "profile: KIVI's per-channel keys are packed on the CPU; attention metrics run "
+        "on the CPU");
+  }
+  const char* attention_device = gpu ? "gpu" : "cpu";
+
   const EigenSerialForRun serial;
   const size_t n_prompts = calibration.prompts.size();
   work_total += static_cast<double>(n_prompts) * (c.n_layers + 1);  // the reference pass
@@ -419,8 +456,8 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
 
     std::vector<LayerPartials> partials(n_prompts);
     parallel_for(n_prompts, threads, [&](size_t i) {
-      partials[i] =
-          attention_partials(captures[i], l, c, options.settings, keys, values, cell_formats);
+      partials[i] = attention_partials(captures[i], l, c, options.settings, keys, values,
+                                       cell_formats, gpu.get());
     });
     metrics_s += seconds_since(layer_start);
 
@@ -466,6 +503,7 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
     }
     const double total_s = seconds_since(start);
     profile.timings = {{"threads", threads},
+                       {"attention_device", attention_device},
                        {"cells_computed", cells_done},
                        {"reference_s", reference_s},
                        {"metrics_s", metrics_s},
@@ -475,6 +513,7 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   }
   const double total_s = seconds_since(start);
   profile.timings = {{"threads", threads},
+                     {"attention_device", attention_device},
                      {"cells_computed", cells_total},
                      {"reference_s", reference_s},
                      {"metrics_s", metrics_s},

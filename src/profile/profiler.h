@@ -46,6 +46,7 @@ struct ProfileOptions {
   int shard_index = 0;                  // 0-based, < shard_count
   int shard_count = 1;
   int threads = 0;          // 0 = every core
+  int gpu_device = -1;      // >= 0: attention-side metrics on this GPU (profile/gpu_attention.h)
   std::vector<int> layers;  // profile only these layers (empty = all); the rest stay absent
   std::string tool_version;
   const Profile* resume = nullptr;  // its cells are kept (after an identity check), not recomputed

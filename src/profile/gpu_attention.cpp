@@ -1,0 +1,155 @@
+#include "profile/gpu_attention.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/kv_kernels.h"
+
+namespace kvplan {
+namespace {
+
+void check(gpu::Status s, const char* what) {
+  if (s.ok()) return;
+  fail(s.code == gpu::StatusCode::kNotCompiled ? ErrorCode::kUnimplemented : ErrorCode::kInternal,
+       "profile on the GPU: {}: {} failed: {}", what, s.call, s.message);
+}
+
+// One device allocation that grows to the largest request and is reused across calls.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) (void)gpu::free_device(ptr_);
+  }
+  void* get(size_t bytes) {
+    if (bytes > bytes_) {
+      if (ptr_ != nullptr) check(gpu::free_device(ptr_), "device buffer");
+      ptr_ = nullptr;
+      bytes_ = 0;
+      check(gpu::malloc_device(&ptr_, bytes), "device buffer");
+      bytes_ = bytes;
+    }
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+RowFormat row_format_of(Format f, const QuantSettings& settings, int head_dim) {
+  RowFormat r;
+  if (!make_row_format(static_cast<uint16_t>(f.id()), head_dim,
+                       static_cast<int>(settings.group_size), &r)) {
+    fail(ErrorCode::kUnimplemented,
+         "profile on the GPU: format {} has no kernel row layout for "
+         "head_dim {} and group {}",
+         f.name(), head_dim, settings.group_size);
+  }
+  return r;
+}
+
+}  // namespace
+
+struct GpuAttention::Buffers {
+  gpu::Stream stream = nullptr;
+  DeviceBuffer q, k, v, k_pages, v_pages, k_scratch, v_scratch, scores, out;
+  ~Buffers() {
+    if (stream != nullptr) (void)gpu::stream_destroy(stream);
+  }
+};
+
+GpuAttention::GpuAttention(int device) : device_(device), buffers_(std::make_unique<Buffers>()) {
+  check(gpu::set_device(device), "select device");
+  check(gpu::stream_create(&buffers_->stream), "create stream");
+}
+
+GpuAttention::~GpuAttention() = default;
+
+bool GpuAttention::supports(const QuantSettings& settings) {
+  return settings.mode == QuantMode::kPerToken;
+}
+
+GpuAttention::Result GpuAttention::attend(const RowMatrix& q, const RowMatrix& k,
+                                          const RowMatrix& v, Format key_format,
+                                          Format value_format, const QuantSettings& settings,
+                                          const AttentionLayerShape& shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check(gpu::set_device(device_), "select device");
+  Buffers& b = *buffers_;
+  const int64_t T = q.rows();
+  const int H = shape.n_heads, G = shape.n_kv_heads, D = shape.head_dim;
+  const size_t q_bytes = static_cast<size_t>(q.size()) * sizeof(float);
+  const size_t kv_bytes = static_cast<size_t>(k.size()) * sizeof(float);
+  const RowFormat kf = row_format_of(key_format, settings, D);
+  const RowFormat vf = row_format_of(value_format, settings, D);
+
+  void* d_q = b.q.get(q_bytes);
+  void* d_k = b.k.get(kv_bytes);
+  void* d_v = b.v.get(kv_bytes);
+  check(gpu::copy_to_device(d_q, q.data(), q_bytes, b.stream), "upload Q");
+  check(gpu::copy_to_device(d_k, k.data(), kv_bytes, b.stream), "upload K");
+  check(gpu::copy_to_device(d_v, v.data(), kv_bytes, b.stream), "upload V");
+
+  // One page holds the whole prompt: [T, G] rows of the format's row_bytes.
+  auto pages = [&](DeviceBuffer& buf, const RowFormat& f) {
+    PagedKvView view;
+    view.page_size = T;
+    view.n_kv_heads = G;
+    view.row_bytes = f.row_bytes;
+    view.page_table_stride = 1;
+    view.pages = static_cast<uint8_t*>(buf.get(static_cast<size_t>(view.page_bytes())));
+    return view;
+  };
+  gpu::PackPageParams pk;
+  pk.src = dense_view(d_k, DenseType::kF32, T, G, D);
+  pk.dst = pages(b.k_pages, kf);
+  pk.format = kf;
+  check(gpu::pack_page(pk, b.stream), "pack K");
+  gpu::PackPageParams pv = pk;
+  pv.src = dense_view(d_v, DenseType::kF32, T, G, D);
+  pv.dst = pages(b.v_pages, vf);
+  pv.format = vf;
+  check(gpu::pack_page(pv, b.stream), "pack V");
+
+  gpu::BatchedAttentionParams a;
+  a.q = static_cast<const float*>(d_q);
+  a.k = pk.dst;
+  a.v = pv.dst;
+  a.k_format = kf;
+  a.v_format = vf;
+  a.n_queries = T;
+  a.n_keys = T;
+  a.pos0 = 0;
+  a.window = shape.window;
+  a.n_heads = H;
+  a.n_kv_heads = G;
+  a.head_dim = D;
+  a.sm_scale = 1.0f / std::sqrt(static_cast<float>(D));
+  a.k_scratch = static_cast<float*>(b.k_scratch.get(kv_bytes));
+  a.v_scratch = static_cast<float*>(b.v_scratch.get(kv_bytes));
+  const size_t score_bytes = static_cast<size_t>(H) * static_cast<size_t>(T * T) * sizeof(float);
+  a.scores = static_cast<float*>(b.scores.get(score_bytes));
+  a.out = static_cast<float*>(b.out.get(q_bytes));
+  check(gpu::batched_attention(a, b.stream), "batched attention");
+
+  Result r;
+  r.out.resize(T, static_cast<Eigen::Index>(H) * D);
+  check(gpu::copy_to_host(r.out.data(), a.out, q_bytes, b.stream), "download outputs");
+  std::vector<float> scores(static_cast<size_t>(H) * static_cast<size_t>(T * T));
+  check(gpu::copy_to_host(scores.data(), a.scores, score_bytes, b.stream), "download scores");
+  check(gpu::stream_synchronize(b.stream), "synchronize");
+  r.probabilities.resize(static_cast<size_t>(H));
+  for (int h = 0; h < H; ++h) {
+    RowMatrix& p = r.probabilities[static_cast<size_t>(h)];
+    p.resize(T, T);
+    std::memcpy(p.data(), scores.data() + static_cast<size_t>(h) * static_cast<size_t>(T * T),
+                static_cast<size_t>(T * T) * sizeof(float));
+  }
+  return r;
+}
+
+}  // namespace kvplan
