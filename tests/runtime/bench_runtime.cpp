@@ -41,83 +41,114 @@ kvplan::Plan bench_plan(int layers, int heads, int dim, const char* edges, const
   return p;
 }
 
-// Device pool -> pinned host tier -> device pool, 64 chunks of 256 tokens of a MiniMax-like
-// layout (8 KV heads x 128; bf16 edge layers, q4_0 middle layers), best of 5.
-void bench_bandwidth(bool verify_host_payloads) {
-  const kvplan::Plan plan = bench_plan(16, 8, 128, "KV16", "q4_0/q4_0");
-  const kvplan::PlanLayout layout(plan, {.chunk_tokens = 256});
-  const size_t n = 64;
-  const size_t chunk = layout.chunk_bytes();
+// 64 chunks of 256 tokens of a MiniMax-like layout (8 KV heads x 128; bf16 edge layers, q4_0
+// middle layers), sized so every chunk fits on the device and on the host at once.
+constexpr size_t kBandwidthChunks = 64;
+const kvplan::Plan& bandwidth_plan() {
+  static const kvplan::Plan plan = bench_plan(16, 8, 128, "KV16", "q4_0/q4_0");
+  return plan;
+}
+kvplan::RuntimeOptions bandwidth_options(const kvplan::PlanLayout& layout,
+                                         std::shared_ptr<kvplan::DeviceBackend> backend) {
   kvplan::RuntimeOptions o;
   o.chunk_tokens = 256;
-  o.device_capacity_bytes = (n + 1) * chunk;
-  o.host_capacity_bytes = (n + 1) * kvplan::stored_chunk_bytes(layout);
-  o.verify_host_payloads = verify_host_payloads;
-  o.backend =
-      kvplan::make_host_standin_backend();  // the host tier's own cost, with memcpy as reference
-  kvplan::OffloadRuntime rt(plan, o);
+  o.device_capacity_bytes = (kBandwidthChunks + 1) * layout.chunk_bytes();
+  o.host_capacity_bytes = (kBandwidthChunks + 1) * kvplan::stored_chunk_bytes(layout);
+  o.backend = std::move(backend);
+  return o;
+}
+
+// Best-of-5 seconds to store every chunk (device -> host) and load them back (host -> device),
+// the bytes checked after each load, and a same-run reference copy of the same bytes both ways.
+struct RoundTrip {
+  double reference_s = 1e30, store_s = 1e30, load_s = 1e30;
+  uint64_t mismatches = 0;
+};
+template <typename ReferenceCopy>
+RoundTrip time_round_trips(kvplan::OffloadRuntime& rt, const ReferenceCopy& reference_copy) {
+  const size_t n = kBandwidthChunks;
+  const size_t chunk = rt.layout().chunk_bytes();
   std::mt19937_64 rng(1);
   const auto tokens = kvplan::test::random_tokens(rng, n * 256);
   const auto keys = rt.keys(tokens);
-  std::byte* pinned = kvplan::allocate_locked_pages(n * chunk);
-  std::vector<std::byte> device_ref(n * chunk);
-  kvplan::test::fill_pattern(device_ref.data(), device_ref.size(), 7);
-
-  double memcpy_s = 1e30, store_s = 1e30, load_s = 1e30;
-  uint64_t mismatches = 0;
+  std::vector<std::byte> bytes(chunk);
+  RoundTrip r;
   for (int rep = 0; rep < 5; ++rep) {
     auto t0 = Clock::now();
-    std::memcpy(pinned, device_ref.data(), n * chunk);
-    std::memcpy(device_ref.data(), pinned, n * chunk);
-    memcpy_s = std::min(memcpy_s, seconds_since(t0));
+    reference_copy();
+    r.reference_s = std::min(r.reference_s, seconds_since(t0));
 
     std::vector<kvplan::DeviceChunk> held;
     for (size_t i = 0; i < n; ++i) {
       held.push_back(rt.acquire_device(keys[i]));
-      kvplan::test::fill_pattern(held.back().data, chunk, keys[i]);
+      kvplan::test::fill_pattern(bytes.data(), chunk, keys[i]);
+      rt.write_device(held.back(), 0, bytes);
     }
     t0 = Clock::now();
     std::vector<std::shared_future<kvplan::TransferStatus>> stored;
     for (const auto& c : held) stored.push_back(rt.store(c));
     for (auto& f : stored) f.wait();
-    store_s = std::min(store_s, seconds_since(t0));
+    r.store_s = std::min(r.store_s, seconds_since(t0));
     for (const auto& c : held) rt.release(c);
     for (uint64_t k : keys) (void)rt.evict_from(k, kvplan::Tier::kDevice);
 
     t0 = Clock::now();
     const kvplan::LoadResult loaded = rt.load(tokens).get();
-    load_s = std::min(load_s, seconds_since(t0));
+    r.load_s = std::min(r.load_s, seconds_since(t0));
     if (loaded.chunks.size() != n) std::printf("load returned %zu chunks\n", loaded.chunks.size());
     for (const auto& c : loaded.chunks) {
-      mismatches += kvplan::test::count_pattern_mismatches(c.data, chunk, c.key);
+      rt.read_device(c, 0, bytes);
+      r.mismatches += kvplan::test::count_pattern_mismatches(bytes.data(), chunk, c.key);
       rt.release(c);
     }
     for (uint64_t k : keys) (void)rt.evict(k);
   }
-  kvplan::free_locked_pages(pinned, n * chunk);
-  const double bytes = static_cast<double>(n * chunk);
-  const double memcpy_gbs = 2 * bytes / memcpy_s / 1e9;
-  const double rt_gbs = 2 * bytes / (store_s + load_s) / 1e9;
+  return r;
+}
+
+void print_round_trip(const RoundTrip& r, size_t bytes_each_way, const char* reference) {
+  const double bytes = static_cast<double>(bytes_each_way);
+  const double reference_gbs = 2 * bytes / r.reference_s / 1e9;
+  const double rt_gbs = 2 * bytes / (r.store_s + r.load_s) / 1e9;
+  std::printf("  %-31s %7.2f GB/s\n", reference, reference_gbs);
+  std::printf("  store (device->host)             %7.2f GB/s\n", bytes / r.store_s / 1e9);
+  std::printf("  load  (host->device)             %7.2f GB/s\n", bytes / r.load_s / 1e9);
+  std::printf("  store+load                      %7.2f GB/s = %.2fx reference\n", rt_gbs,
+              rt_gbs / reference_gbs);
+  std::printf("  byte mismatches %llu\n", static_cast<unsigned long long>(r.mismatches));
+}
+
+// Device pool -> pinned host tier -> device pool on the host stand-in: the host tier's own cost,
+// against memcpy of the same bytes both ways.
+void bench_bandwidth(bool verify_host_payloads) {
+  const kvplan::PlanLayout layout(bandwidth_plan(), {.chunk_tokens = 256});
+  kvplan::RuntimeOptions o = bandwidth_options(layout, kvplan::make_host_standin_backend());
+  o.verify_host_payloads = verify_host_payloads;
+  kvplan::OffloadRuntime rt(bandwidth_plan(), o);
+  const size_t total = kBandwidthChunks * layout.chunk_bytes();
+  std::byte* pinned = kvplan::allocate_locked_pages(total);
+  std::vector<std::byte> device_ref(total);
+  kvplan::test::fill_pattern(device_ref.data(), device_ref.size(), 7);
+  const RoundTrip r = time_round_trips(rt, [&] {
+    std::memcpy(pinned, device_ref.data(), total);
+    std::memcpy(device_ref.data(), pinned, total);
+  });
+  kvplan::free_locked_pages(pinned, total);
   const kvplan::RuntimeStats s = rt.stats();
-  std::printf("host tier: %zu chunks x %zu B (%zu transfer groups), payload checksums %s\n", n,
-              chunk, layout.groups().size(),
+  std::printf("host tier: %zu chunks x %zu B (%zu transfer groups), payload checksums %s\n",
+              kBandwidthChunks, layout.chunk_bytes(), layout.groups().size(),
               verify_host_payloads ? "computed and verified" : "off (headers checked)");
-  std::printf("  memcpy (same bytes, both ways)  %7.2f GB/s\n", memcpy_gbs);
-  std::printf("  store (device->host)             %7.2f GB/s\n", bytes / store_s / 1e9);
-  std::printf("  load  (host->device)             %7.2f GB/s\n", bytes / load_s / 1e9);
-  std::printf("  store+load                      %7.2f GB/s = %.2fx memcpy\n", rt_gbs,
-              rt_gbs / memcpy_gbs);
+  print_round_trip(r, total, "memcpy (same bytes, both ways)");
   std::printf("  fit d2h: t0 %.2f us, beta %.2f GB/s; h2d: t0 %.2f us, beta %.2f GB/s\n",
               s.device_to_host.t0_seconds * 1e6, s.device_to_host.bytes_per_second / 1e9,
               s.host_to_device.t0_seconds * 1e6, s.host_to_device.bytes_per_second / 1e9);
-  std::printf("  byte mismatches %llu, guard violations %llu\n",
-              static_cast<unsigned long long>(mismatches),
+  std::printf("  guard violations %llu\n",
               static_cast<unsigned long long>(rt.count_guard_violations()));
 }
 
-// With a GPU: the runtime's store (device->pinned host) and load (host->device) of 64 chunks of
-// the same layout against plain hipMemcpyAsync of the same bytes between the same kinds of memory,
-// measured in the same run (target: >= 0.9x). Payload checksums are computed on the host side.
+// With a GPU: the runtime's store and load against plain pinned hipMemcpyAsync of the same bytes
+// between the same kinds of memory, in the same run (target >= 0.9x). Checksums are computed on
+// the pinned host side.
 void bench_gpu_transfers() {
   int devices = 0;
   if (!kvplan::gpu::compiled_in() || !kvplan::gpu::device_count(&devices).ok() || devices == 0) {
@@ -125,62 +156,21 @@ void bench_gpu_transfers() {
                 kvplan::gpu::backend_name());
     return;
   }
-  const kvplan::Plan plan = bench_plan(16, 8, 128, "KV16", "q4_0/q4_0");
-  const kvplan::PlanLayout layout(plan, {.chunk_tokens = 256});
-  const size_t n = 64;
-  const size_t chunk = layout.chunk_bytes();
-  kvplan::RuntimeOptions o;
-  o.chunk_tokens = 256;
-  o.device_capacity_bytes = (n + 1) * chunk;
-  o.host_capacity_bytes = (n + 1) * kvplan::stored_chunk_bytes(layout);
-  o.backend = kvplan::make_gpu_device_backend(0);
-  kvplan::OffloadRuntime rt(plan, o);
-  std::mt19937_64 rng(2);
-  const auto tokens = kvplan::test::random_tokens(rng, n * 256);
-  const auto keys = rt.keys(tokens);
-
-  // The physical reference: one pinned buffer and one device buffer of the same size.
-  std::byte* pinned = o.backend->allocate_pinned(n * chunk);
-  std::byte* device = o.backend->allocate_device(n * chunk);
-  double copy_s = 1e30, store_s = 1e30, load_s = 1e30;
-  std::vector<std::byte> pattern(chunk);
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = Clock::now();
-    o.backend->copy_device_to_host(pinned, device, n * chunk);
-    o.backend->copy_host_to_device(device, pinned, n * chunk);
-    copy_s = std::min(copy_s, seconds_since(t0));
-
-    std::vector<kvplan::DeviceChunk> held;
-    for (size_t i = 0; i < n; ++i) {
-      held.push_back(rt.acquire_device(keys[i]));
-      kvplan::test::fill_pattern(pattern.data(), chunk, keys[i]);
-      rt.write_device(held.back(), 0, pattern);
-    }
-    t0 = Clock::now();
-    std::vector<std::shared_future<kvplan::TransferStatus>> stored;
-    for (const auto& c : held) stored.push_back(rt.store(c));
-    for (auto& f : stored) f.wait();
-    store_s = std::min(store_s, seconds_since(t0));
-    for (const auto& c : held) rt.release(c);
-    for (uint64_t k : keys) (void)rt.evict_from(k, kvplan::Tier::kDevice);
-    t0 = Clock::now();
-    const kvplan::LoadResult loaded = rt.load(tokens).get();
-    load_s = std::min(load_s, seconds_since(t0));
-    for (const auto& c : loaded.chunks) rt.release(c);
-    for (uint64_t k : keys) (void)rt.evict(k);
-  }
-  o.backend->free_device(device, n * chunk);
-  o.backend->free_pinned(pinned, n * chunk);
-  const double bytes = static_cast<double>(n * chunk);
-  const double copy_gbs = 2 * bytes / copy_s / 1e9;
-  const double rt_gbs = 2 * bytes / (store_s + load_s) / 1e9;
+  const kvplan::PlanLayout layout(bandwidth_plan(), {.chunk_tokens = 256});
+  const kvplan::RuntimeOptions o = bandwidth_options(layout, kvplan::make_gpu_device_backend(0));
+  kvplan::OffloadRuntime rt(bandwidth_plan(), o);
+  const size_t total = kBandwidthChunks * layout.chunk_bytes();
+  std::byte* pinned = o.backend->allocate_pinned(total);
+  std::byte* device = o.backend->allocate_device(total);
+  const RoundTrip r = time_round_trips(rt, [&] {
+    o.backend->copy_device_to_host(pinned, device, total);
+    o.backend->copy_host_to_device(device, pinned, total);
+  });
+  o.backend->free_device(device, total);
+  o.backend->free_pinned(pinned, total);
   std::printf("device tier (%s): %zu chunks x %zu B, payload checksums verified\n",
-              std::string(rt.backend().name()).c_str(), n, chunk);
-  std::printf("  pinned hipMemcpy (both ways)    %7.2f GB/s\n", copy_gbs);
-  std::printf("  store (device->host)             %7.2f GB/s\n", bytes / store_s / 1e9);
-  std::printf("  load  (host->device)             %7.2f GB/s\n", bytes / load_s / 1e9);
-  std::printf("  store+load                      %7.2f GB/s = %.2fx pinned copy\n", rt_gbs,
-              rt_gbs / copy_gbs);
+              std::string(rt.backend().name()).c_str(), kBandwidthChunks, layout.chunk_bytes());
+  print_round_trip(r, total, "pinned hipMemcpy (both ways)");
 }
 
 // 1M chunks of 256 tokens cached on the host tier (a 1-layer, 1-head slot:1 plan keeps the pinned
