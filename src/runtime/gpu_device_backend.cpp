@@ -81,10 +81,10 @@ class GpuDeviceBackend final : public DeviceBackend {
   // memory is not readable from the host).
 
   // An event recorded on the producer's stream now; the transfer worker waits for it before it
-  // reads the pages, so a store never copies half-written KV.
+  // reads the pages, so a store never copies half-written KV. Runs on the caller's thread, whose
+  // current device is the producer stream's: it is left as it is (no hidden set_device).
   DeviceFence record_fence(void* producer_stream) override {
     gpu::Event e = nullptr;
-    check(gpu::set_device(device_), "store fence");
     check(gpu::event_create(&e), "store fence");
     const gpu::Status s = gpu::event_record(e, producer_stream);
     if (!s.ok()) {
