@@ -134,7 +134,7 @@ Chart heatmap_chart(const Heatmap& h, const std::vector<LayerRow>& plan_layers) 
   const std::string svg = render_plplot_svg(size, [&] {
     pladv(0);
     plschr(0, 0.95);
-    plvpor(0.12, 0.76, 0.10, 0.90);
+    plvpor(0.14, 0.76, 0.10, 0.90);
     plwind(0, static_cast<double>(n_pairs), static_cast<double>(n_layers), 0);
     for (size_t l = 0; l < n_layers; ++l) {
       for (size_t c = 0; c < n_pairs; ++c) {
@@ -165,7 +165,7 @@ Chart heatmap_chart(const Heatmap& h, const std::vector<LayerRow>& plan_layers) 
              std::to_string(l).c_str());
     }
     plmtex("b", 3.0, 0.5, 0.5, "candidate pair (key, value)");
-    plmtex("l", 2.6, 0.5, 0.5, "layer");
+    plmtex("l", 3.4, 0.5, 0.5, "layer");
     plmtex("t", 1.2, 0.5, 0.5,
            fmt::format("{} (log colour scale); outlined: the plan's choice", h.metric).c_str());
     // Colour scale.
