@@ -202,9 +202,11 @@ Chart pareto_chart(const ReportData& d) {
   const double plan_memory = by_bits ? d.summary.equivalent_bits : d.summary.bytes_per_token;
   if (d.plan_mean_kl) consider(plan_memory, *d.plan_mean_kl);
   if (xs.empty()) consider(plan_memory, 1);
-  const auto [x_lo, x_hi] =
-      padded(*std::min_element(xs.begin(), xs.end()), *std::max_element(xs.begin(), xs.end()), 0.10,
+  // Extra room on the right for the baselines' names, which are written right of their marks.
+  const auto [x_lo, x_hi_padded] =
+      padded(*std::min_element(xs.begin(), xs.end()), *std::max_element(xs.begin(), xs.end()), 0.06,
              by_bits ? 0.5 : 64);
+  const double x_hi = x_hi_padded + 0.22 * (x_hi_padded - x_lo);
   const auto [y_lo, y_hi] = padded(*std::min_element(ys.begin(), ys.end()),
                                    *std::max_element(ys.begin(), ys.end()), 0.08, 0.5);
 
