@@ -4,6 +4,8 @@
 // mutex and gives every chart a fresh PLplot stream with kvplan's colour map already set:
 // colour 0 is the white background, 1 black (axes, text), 2.. the series colours of kSeriesColors.
 // The driver writes no timestamps or random ids, so the same drawing gives the same bytes.
+// PLplot ends the process on its internal fatal errors (plexit); the charts only pass it finite,
+// validated values, and its recoverable errors (plabort) become an Error here.
 //
 //   std::string svg = kvplan::report::render_plplot_svg({640, 400}, [] {
 //     plenv(0, 1, 0, 1, 0, 0);

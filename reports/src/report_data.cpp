@@ -166,10 +166,9 @@ void add_fact(std::vector<std::pair<std::string, std::string>>& facts, std::stri
   if (!value.empty()) facts.emplace_back(std::move(label), std::move(value));
 }
 
+// Strings as they are; numbers in nlohmann's shortest round-trip form ("0.05", not "0.0500000").
 std::string scalar_text(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return format_significant(v.get<double>(), 6);
-  return v.dump();
+  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 }  // namespace
