@@ -14,8 +14,8 @@
 # tolerance of scripts/compare-plans.py: every layer's key and value formats identical, and every
 # measured mean KL (the plan's and each uniform baseline's) within 0.1 % relative. It also fails
 # when a committed report is not byte-identical to what `kvplan report` writes today from the
-# committed profile and plan. Costs on a 2-core machine: stories260k about a minute, smollm2-135m
-# (30 layers x 9 pairs, dKL on 8 prompts) 15-25 minutes.
+# committed profile and plan. Measured on a shared 2-core machine: stories260k 5-25 s,
+# smollm2-135m (30 layers x 9 pairs, dKL on 8 prompts, then two searches) about 32 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     --only) only="${2:?--only needs a model: stories260k or smollm2-135m}"; shift 2 ;;
     --check) check=1; shift ;;
     --reports-only) reports_only=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "regenerate-reports: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
