@@ -14,8 +14,8 @@
 # tolerance of scripts/compare-plans.py: every layer's key and value formats identical, and every
 # measured mean KL (the plan's and each uniform baseline's) within 0.1 % relative. It also fails
 # when a committed report is not byte-identical to what `kvplan report` writes today from the
-# committed profile and plan. Measured on a shared 2-core machine: stories260k 5-25 s,
-# smollm2-135m (30 layers x 9 pairs, dKL on 8 prompts, then two searches) about 32 minutes.
+# committed profile and plan. Measured on 2 busy cores: stories260k 5-25 s, smollm2-135m
+# (30 layers x 9 pairs, dKL on 8 prompts, 2 searches) 32 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
