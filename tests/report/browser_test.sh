@@ -27,13 +27,14 @@ reference="${source_dir}/reports/stories260k"
   -o "${work}/report.html"
 
 # Chromium as root needs --no-sandbox; a private profile and HOME keep runs independent, and
-# nothing may reach the network. Console messages go to stderr through --enable-logging.
+# nothing may reach the network; /dev/shm is small in containers. Console messages go to stderr
+# through --enable-logging.
 run_chromium() {  # URL, then extra flags; stdout is the page's output (DOM), stderr the log
   local url="$1"
   shift
   HOME="${work}/home" timeout 120 "${browser}" --headless --no-sandbox --disable-gpu \
     --disable-background-networking --disable-component-update --disable-sync \
-    --disable-default-apps --no-first-run --no-default-browser-check \
+    --disable-default-apps --no-first-run --no-default-browser-check --disable-dev-shm-usage \
     --user-data-dir="${work}/chromium-profile" --enable-logging=stderr --v=0 \
     --window-size="${width},${height}" "$@" "${url}"
 }
