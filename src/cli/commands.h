@@ -16,5 +16,6 @@ void register_search_command(CLI::App& app);
 void register_tune_command(CLI::App& app);
 void register_export_command(CLI::App& app);
 void register_verify_command(CLI::App& app);
+void register_report_command(CLI::App& app);
 
 }  // namespace kvplan::cli

@@ -1,0 +1,93 @@
+// `kvplan report` end to end on the committed stories260K reference (reports/stories260k/).
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/run_kvplan.h"
+
+namespace kvplan::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ReportCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kvplan_report_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  static std::string reference(const std::string& model, const std::string& file) {
+    return (fs::path(KVPLAN_SOURCE_DIR) / "reports" / model / file).string();
+  }
+  std::string out(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(ReportCommand, CommittedReferenceReportsAreWhatTheCommandWritesToday) {
+  for (const std::string model : {"stories260k", "smollm2-135m"}) {
+    for (const std::string format : {"html", "md"}) {
+      const std::string file = "report." + format;
+      const RunResult r =
+          run_kvplan("-q report --profile " + reference(model, "profile.json") + " --plan " +
+                     reference(model, "plan.json") + " --format " + format + " -o " + out(file));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      // Compared without printing: a report is hundreds of KB.
+      EXPECT_TRUE(slurp(out(file)) == slurp(reference(model, file)))
+          << "reports/" << model << "/" << file
+          << " is stale: run scripts/regenerate-reports.sh --reports-only";
+    }
+  }
+}
+
+TEST_F(ReportCommand, SameInputsSameBytes) {
+  const std::string args = "-q report --profile " + reference("stories260k", "profile.json") +
+                           " --plan " + reference("stories260k", "plan.json") +
+                           " --gpu-memory 24GiB --weights-bytes 1GiB --context 8K,32K -o ";
+  ASSERT_EQ(run_kvplan(args + out("a.html")).exit_code, 0);
+  ASSERT_EQ(run_kvplan(args + out("b.html")).exit_code, 0);
+  const std::string a = slurp(out("a.html"));
+  EXPECT_GT(a.size(), 10000u);
+  EXPECT_TRUE(a == slurp(out("b.html"))) << "two runs gave different bytes";
+  EXPECT_NE(a.find("T=8,192"), std::string::npos);
+  EXPECT_NE(a.find("less 1.00 GiB of weights"), std::string::npos);
+}
+
+void expect_one_line_error(const RunResult& r, const std::string& mentions) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
+}
+
+TEST_F(ReportCommand, BadInputIsOneLineAndExitCode2) {
+  const std::string plan = reference("stories260k", "plan.json");
+  const std::string profile = reference("stories260k", "profile.json");
+  expect_one_line_error(run_kvplan("report --profile " + out("absent.json") + " --plan " + plan +
+                                   " -o " + out("r.html")),
+                        "absent.json");
+  std::ofstream(out("garbled.json")) << "{\"schema\": \"kvplan.profile/v1\", \"model\": [";
+  expect_one_line_error(run_kvplan("report --profile " + out("garbled.json") + " --plan " + plan +
+                                   " -o " + out("r.html")),
+                        "garbled.json");
+  std::ofstream(out("wrong.json")) << "{\"schema\": \"kvplan.plan/v1\"}";
+  expect_one_line_error(run_kvplan("report --profile " + profile + " --plan " + out("wrong.json") +
+                                   " -o " + out("r.html")),
+                        "wrong.json");
+  // A plan for SmolLM2 with the stories260K profile.
+  expect_one_line_error(run_kvplan("report --profile " + profile + " --plan " +
+                                   reference("smollm2-135m", "plan.json") + " -o " + out("r.html")),
+                        "fingerprint");
+  expect_one_line_error(run_kvplan("report --profile " + profile + " --plan " + plan +
+                                   " --format pdf -o " + out("r.html")),
+                        "--format");
+  expect_one_line_error(run_kvplan("report --profile " + profile + " --plan " + plan +
+                                   " --context 0 -o " + out("r.html")),
+                        "--context");
+  EXPECT_FALSE(fs::exists(out("r.html"))) << "nothing is written on bad input";
+}
+
+}  // namespace
+}  // namespace kvplan::test

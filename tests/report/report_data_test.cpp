@@ -1,0 +1,116 @@
+#include "reports/src/report_data.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "report/report_fixtures.h"
+
+namespace kvplan::test {
+namespace {
+
+using report::ReportData;
+
+TEST(ReportData, HeatmapsAndLayersComeFromTheProfile) {
+  const ReportData d = tiny_report();
+  ASSERT_EQ(d.dkl.values.size(), 2u);
+  EXPECT_EQ(d.dkl.candidates, (std::vector<std::string>{"KV8", "K8V4", "KV4"}));
+  EXPECT_DOUBLE_EQ(d.dkl.values[1][2], 0.4);
+  EXPECT_DOUBLE_EQ(d.e_o.values[1][2], 4.0);
+  ASSERT_EQ(d.layers.size(), 2u);
+  EXPECT_EQ(d.layers[1].pair.name(), "KV4");
+  EXPECT_DOUBLE_EQ(*d.layers[1].dkl, 0.4);
+  EXPECT_DOUBLE_EQ(d.layers[0].key_bytes_per_token, 36);
+  EXPECT_DOUBLE_EQ(d.layers[1].value_bytes_per_token, 20);
+  EXPECT_DOUBLE_EQ(*d.layers[0].surrogate_weight, 2.0);
+}
+
+TEST(ReportData, UniformBaselinesArePredictedWithThePlansSurrogate) {
+  const ReportData d = tiny_report();
+  ASSERT_EQ(d.baselines.size(), 2u);
+  // KV8: 2 x 1e-4 + 0.5 x 2e-4; KV4: 2 x 0.1 + 0.5 x 0.4.
+  EXPECT_NEAR(*d.baselines[0].predicted_error, 3e-4, 1e-15);
+  EXPECT_NEAR(*d.baselines[1].predicted_error, 0.4, 1e-15);
+  EXPECT_DOUBLE_EQ(d.baselines[1].memory, 4.0);
+  ASSERT_EQ(d.front.size(), 2u);
+  EXPECT_FALSE(d.front[0].mean_kl.has_value());
+  EXPECT_DOUBLE_EQ(*d.front[1].mean_kl, 0.05);
+  ASSERT_EQ(d.validations.size(), 1u);
+  EXPECT_TRUE(d.warnings.empty());
+}
+
+TEST(ReportData, MemoryTableMatchesSizesWorkedOutByHand) {
+  report::MemoryOptions m;
+  m.gpu_memory_bytes = 1 << 20;  // 1 MiB
+  m.contexts = {4096};
+  const ReportData d = tiny_report(m);
+  ASSERT_GE(d.memory_rows.size(), 3u);
+  const report::MemoryRow& plan = d.memory_rows[0];
+  EXPECT_TRUE(plan.is_plan);
+  EXPECT_DOUBLE_EQ(plan.bytes_per_token, 112);
+  EXPECT_DOUBLE_EQ(plan.equivalent_bits, 6);
+  EXPECT_NEAR(plan.compression_vs_bf16, 256.0 / 112.0, 1e-12);
+  EXPECT_EQ(plan.bytes_per_sequence[0], 4096u * 112u);
+  EXPECT_EQ(plan.sequences_that_fit[0], 2);  // 1 MiB / 458,752 B
+  // Pages of 16 tokens cost 16 x 112 = 1,792 B: 585 whole pages fit in 1 MiB.
+  EXPECT_EQ(plan.longest_context, 585 * 16);
+  const report::MemoryRow& bf16 = d.memory_rows[1];
+  EXPECT_DOUBLE_EQ(bf16.bytes_per_token, 256);
+  EXPECT_DOUBLE_EQ(bf16.compression_vs_bf16, 1.0);
+  EXPECT_EQ(d.memory_rows[2].label, "KV8");
+  EXPECT_DOUBLE_EQ(d.memory_rows[2].bytes_per_token, 144);
+}
+
+std::string error_of(const Profile& profile, const Plan& plan, report::MemoryOptions m = {}) {
+  try {
+    (void)report::build_report_data({profile, "p.json"}, {plan, "q.json"}, m);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ReportData, RefusesAPlanForAnotherModel) {
+  const Profile profile = tiny_profile();
+  Plan plan = tiny_plan(profile);
+  plan.model.fingerprint = "ffffffffffffffff";
+  const std::string e = error_of(profile, plan);
+  EXPECT_NE(e.find("q.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("fingerprint"), std::string::npos) << e;
+  EXPECT_NE(e.find("00112233aabbccdd"), std::string::npos) << e;
+}
+
+TEST(ReportData, RefusesAnIncompleteProfileNamingIt) {
+  Profile profile = tiny_profile();
+  const Plan plan = tiny_plan(profile);
+  profile.cells[1][2].reset();
+  const std::string e = error_of(profile, plan);
+  EXPECT_NE(e.find("p.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("merge"), std::string::npos) << e;
+}
+
+TEST(ReportData, RefusesMistypedRecordedFieldsNamingThem) {
+  const Profile profile = tiny_profile();
+  Plan plan = tiny_plan(profile);
+  plan.pareto_front[0]["predicted_error"] = "low";
+  EXPECT_NE(error_of(profile, plan).find("pareto_front[0].predicted_error"), std::string::npos);
+  plan = tiny_plan(profile);
+  plan.provenance["surrogate_weights"] = {1.0};
+  EXPECT_NE(error_of(profile, plan).find("surrogate_weights"), std::string::npos);
+  plan = tiny_plan(profile);
+  report::MemoryOptions m;
+  m.weights_bytes = m.gpu_memory_bytes;
+  EXPECT_NE(error_of(profile, plan, m).find("--weights-bytes"), std::string::npos);
+}
+
+TEST(ReportData, WarnsWhenThePlanWasSearchedOnAnotherProfile) {
+  const Profile profile = tiny_profile();
+  Plan plan = tiny_plan(profile);
+  plan.provenance["profile"]["hash"] = "0000000000000000";
+  const ReportData d = report::build_report_data({profile, "p.json"}, {plan, "q.json"}, {});
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_NE(d.warnings[0].find("0000000000000000"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvplan::test
