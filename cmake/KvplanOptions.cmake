@@ -4,6 +4,9 @@ option(KVPLAN_NATIVE "Optimise for the build machine's CPU (like llama.cpp's GGM
 option(KVPLAN_BUILD_TESTS "Build GoogleTest tests" ON)
 option(KVPLAN_BUILD_BENCHMARKS "Build Google Benchmark programs" ON)
 set(KVPLAN_SANITIZE "" CACHE STRING "Sanitizers: '', 'address;undefined' or 'thread'")
+# libFuzzer targets in tests/fuzz (clang only; scripts/fuzz.sh): the libraries are compiled with
+# -fsanitize=fuzzer-no-link,address,undefined and each target links -fsanitize=fuzzer.
+option(KVPLAN_FUZZ "Build tests/fuzz as libFuzzer targets instead of replay tests (clang)" OFF)
 set(KVPLAN_HIP "OFF" CACHE STRING "GPU backend: OFF, AMD (hipcc) or NVIDIA (nvcc through kernels/gpu_compat.h)")
 set_property(CACHE KVPLAN_HIP PROPERTY STRINGS OFF AMD NVIDIA)
 
@@ -35,6 +38,18 @@ if(KVPLAN_SANITIZE)
   target_compile_options(kvplan_build_flags INTERFACE -fsanitize=${_kvplan_san} -fno-omit-frame-pointer
                                                       -fno-sanitize-recover=all)
   target_link_options(kvplan_build_flags INTERFACE -fsanitize=${_kvplan_san})
+  # GCC 12 + ASan + AVX-512: false -Wuninitialized inside GCC's own intrinsics header
+  # (`__m512 __Y = __Y;` of _mm512_undefined_ps, reached through Eigen's ptranspose).
+  target_compile_options(kvplan_build_flags INTERFACE $<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized>)
+endif()
+
+if(KVPLAN_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "KVPLAN_FUZZ=ON needs clang (libFuzzer), e.g. CXX=clang++-14")
+  endif()
+  target_compile_options(kvplan_build_flags INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_link_options(kvplan_build_flags INTERFACE -fsanitize=address,undefined)
 endif()
 
 # kvplan_add_library(name SOURCES ... DEPS ...): one static library per module folder.

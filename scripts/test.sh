@@ -20,3 +20,8 @@ cmake -S . -B "${hip_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPLAN_WERROR=O
 cmake --build "${hip_dir}" -j "$(nproc)" --target kvplan_gpu_test
 "${hip_dir}/tests/gpu/kvplan_gpu_test" --gtest_brief=1
 ctest --test-dir "${build_dir}" --output-on-failure -j "$(nproc)" --timeout 900
+# Sanitizer builds (ASan+UBSan unit tests, TSan runtime tests): opt-in, they roughly double the
+# run time on a 2-core machine (docs/fuzzing.md has the measurements).
+if [[ "${KVPLAN_CI_SANITIZE:-0}" == 1 ]]; then
+  scripts/sanitize.sh
+fi

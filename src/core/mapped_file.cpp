@@ -37,6 +37,9 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   ::close(fd);
 }
 
+MappedFile::MappedFile(std::span<const std::byte> bytes, std::filesystem::path name)
+    : path_(std::move(name)), data_(bytes.data()), size_(bytes.size()), owned_(false) {}
+
 MappedFile::~MappedFile() {
   release();
 }
@@ -44,7 +47,8 @@ MappedFile::~MappedFile() {
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)),
       data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+      size_(std::exchange(other.size_, 0)),
+      owned_(other.owned_) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -52,12 +56,13 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     path_ = std::move(other.path_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    owned_ = other.owned_;
   }
   return *this;
 }
 
 void MappedFile::release() {
-  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (owned_ && data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
   data_ = nullptr;
   size_ = 0;
 }

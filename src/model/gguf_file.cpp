@@ -1,5 +1,6 @@
 #include "model/gguf_file.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -165,7 +166,13 @@ bool GgufValue::is_numeric() const {
 }
 
 GgufFile::GgufFile(const std::filesystem::path& path, const GgufReadOptions& options)
-    : file_(path) {
+    : GgufFile(MappedFile(path), options) {}
+
+GgufFile::GgufFile(std::span<const std::byte> bytes, const std::filesystem::path& name,
+                   const GgufReadOptions& options)
+    : GgufFile(MappedFile(bytes, name), options) {}
+
+GgufFile::GgufFile(MappedFile file, const GgufReadOptions& options) : file_(std::move(file)) {
   const std::string& name = file_.path().string();
   Cursor in(file_.bytes(), file_.path());
   if (file_.size() < 4) {
@@ -245,7 +252,14 @@ GgufFile::GgufFile(const std::filesystem::path& path, const GgufReadOptions& opt
            "block size {}",
            name, t.name, t.dims[0], t.type->name, t.type->block_values);
     }
-    t.n_bytes = t.n_elements / t.type->block_values * t.type->block_bytes;
+    // The byte count must not wrap: a wrapped (small) n_bytes would pass the range check below
+    // while n_elements still promises far more values than the file holds.
+    const uint64_t n_blocks = t.n_elements / t.type->block_values;
+    if (n_blocks > std::numeric_limits<uint64_t>::max() / t.type->block_bytes) {
+      fail(ErrorCode::kDataLoss, "{}: tensor '{}': {} values of {} overflow a 64-bit byte count",
+           name, t.name, t.n_elements, t.type->name);
+    }
+    t.n_bytes = n_blocks * t.type->block_bytes;
     if (t.offset % alignment_ != 0) {
       fail(ErrorCode::kDataLoss, "{}: tensor '{}': data offset {} is not aligned to {}", name,
            t.name, t.offset, alignment_);
@@ -285,7 +299,8 @@ double GgufFile::get_number(const std::string& key) const {
 
 uint64_t GgufFile::get_uint(const std::string& key) const {
   const double n = get_number(key);
-  if (n < 0 || n != static_cast<double>(static_cast<uint64_t>(n))) {
+  // 2^64 and above (or NaN) must be refused before the cast, which is undefined for them.
+  if (!(n >= 0 && n < 18446744073709551616.0) || n != std::floor(n)) {
     fail(ErrorCode::kInvalidArgument, "{}: metadata '{}' = {}: expected a non-negative integer",
          path().string(), key, n);
   }

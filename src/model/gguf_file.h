@@ -73,6 +73,9 @@ struct GgufReadOptions {
 class GgufFile {
  public:
   explicit GgufFile(const std::filesystem::path& path, const GgufReadOptions& options = {});
+  // Parses bytes already in memory (the caller keeps them alive); `name` appears in errors.
+  GgufFile(std::span<const std::byte> bytes, const std::filesystem::path& name,
+           const GgufReadOptions& options = {});
 
   [[nodiscard]] const std::filesystem::path& path() const { return file_.path(); }
   [[nodiscard]] uint32_t version() const { return version_; }
@@ -96,6 +99,7 @@ class GgufFile {
   [[nodiscard]] std::span<const std::byte> tensor_bytes(const GgufTensorInfo& info) const;
 
  private:
+  GgufFile(MappedFile file, const GgufReadOptions& options);
   MappedFile file_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

@@ -72,7 +72,8 @@ void LayerKvCache::reserve(size_t tokens) {
   const size_t hd = static_cast<size_t>(head_dim_);
   std::vector<float> k(static_cast<size_t>(n_kv_heads_) * cap * hd);
   std::vector<float> v(k.size());
-  for (int h = 0; h < n_kv_heads_; ++h) {
+  // Nothing to move from an empty cache, whose buffers may be null (memcpy's source must not be).
+  for (int h = 0; n_tokens_ > 0 && h < n_kv_heads_; ++h) {
     std::memcpy(k.data() + h * cap * hd, k_.data() + head_offset(h),
                 n_tokens_ * hd * sizeof(float));
     std::memcpy(v.data() + h * cap * hd, v_.data() + head_offset(h),

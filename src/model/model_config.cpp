@@ -1,10 +1,14 @@
 #include "model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_text.h"
 #include "model/gguf_file.h"
 
 namespace kvplan {
@@ -12,14 +16,59 @@ namespace {
 
 using nlohmann::json;
 
-int positive_int(const json& j, const char* field, const std::string& source) {
+// Upper bounds on architecture counts: far above any real model (the largest have a few hundred
+// layers, 128 heads, head_dim 512), low enough that per-layer vectors sized from a file stay small
+// and every count fits an int.
+constexpr int64_t kMaxLayers = 100000;  // plan.json's bound too
+constexpr int64_t kMaxHeads = 1 << 16;
+constexpr int64_t kMaxWidth = 1 << 24;  // hidden size, head_dim, FFN size
+constexpr int64_t kMaxVocab = 1 << 24;
+
+int bounded_int(const json& j, const char* field, const std::string& source, int64_t max) {
   const auto it = j.find(field);
   if (it == j.end()) fail(ErrorCode::kInvalidArgument, "{}: field '{}' is missing", source, field);
-  if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > (1 << 30)) {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected a positive integer, got {}", source,
-         field, it->dump());
+  if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > max) {
+    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected an integer in 1..{}, got {}",
+         source, field, max, json_excerpt(*it));
   }
-  return it->get<int>();
+  return static_cast<int>(it->get<int64_t>());
+}
+
+// An optional field of type T (int64_t, double, bool or std::string): `fallback` when absent or
+// null, Error naming the field when it has another type. (json::value() would throw nlohmann's
+// type_error instead, or cast a huge double to int.)
+template <typename T>
+T optional_field(const json& j, const char* field, T fallback, const std::string& source) {
+  const auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return fallback;
+  bool ok = false;
+  if constexpr (std::is_same_v<T, bool>) {
+    ok = it->is_boolean();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    ok = it->is_string();
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    ok = it->is_number_integer() && it->get<int64_t>() >= 0;
+  } else {
+    ok = it->is_number() && std::isfinite(it->get<double>());
+  }
+  if (!ok) {
+    const char* want = std::is_same_v<T, bool>          ? "true or false"
+                       : std::is_same_v<T, std::string> ? "a string"
+                       : std::is_same_v<T, int64_t>     ? "a non-negative integer"
+                                                        : "a finite number";
+    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected {}, got {}", source, field, want,
+         json_excerpt(*it));
+  }
+  return it->get<T>();
+}
+
+int optional_count(const json& j, const char* field, int64_t max, const std::string& source) {
+  const int64_t n = optional_field<int64_t>(j, field, 0, source);
+  if (n > max) {
+    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected an integer in 0..{}, got {}",
+         source, field, max, n);
+  }
+  return static_cast<int>(n);
 }
 
 bool has_non_null(const json& j, const char* field) {
@@ -34,7 +83,7 @@ void refuse_unsupported_attention(const json& j, const std::string& source) {
          "K/V; kvplan does not support MLA models",
          source);
   }
-  const std::string model_type = j.value("model_type", "");
+  const std::string model_type = optional_field<std::string>(j, "model_type", "", source);
   static const char* kHybrid[] = {
       "jamba",     "zamba",      "zamba2",          "mamba",      "mamba2",
       "falcon_h1", "qwen3_next", "recurrent_gemma", "nemotron_h", "granitemoehybrid",
@@ -54,7 +103,7 @@ void refuse_unsupported_attention(const json& j, const std::string& source) {
       if (s != "full_attention" && s != "sliding_attention" && s != "attention") {
         fail(ErrorCode::kUnimplemented,
              "{}: field '{}' lists a '{}' layer; kvplan supports pure-attention models only",
-             source, field, t.dump());
+             source, field, json_excerpt(t));
       }
     }
   }
@@ -68,10 +117,10 @@ std::vector<int64_t> hf_sliding_windows(const json& j, int n_layers, const std::
     fail(ErrorCode::kInvalidArgument,
          "{}: field 'sliding_window': expected a positive integer or "
          "null, got {}",
-         source, it->dump());
+         source, json_excerpt(*it));
   }
   const int64_t window = it->get<int64_t>();
-  if (j.contains("use_sliding_window") && !j.value("use_sliding_window", true)) return windows;
+  if (!optional_field<bool>(j, "use_sliding_window", true, source)) return windows;
   if (j.contains("layer_types") && j["layer_types"].is_array()) {
     const json& types = j["layer_types"];
     if (static_cast<int>(types.size()) != n_layers) {
@@ -85,7 +134,7 @@ std::vector<int64_t> hf_sliding_windows(const json& j, int n_layers, const std::
   }
   if (j.contains("sliding_window_pattern") && j["sliding_window_pattern"].is_number_integer()) {
     // Gemma 3: every pattern-th layer is global, the others slide.
-    const int pattern = j["sliding_window_pattern"].get<int>();
+    const int64_t pattern = j["sliding_window_pattern"].get<int64_t>();
     for (int l = 0; l < n_layers; ++l) {
       if (pattern <= 0 || (l + 1) % pattern != 0) windows[l] = window;
     }
@@ -93,12 +142,24 @@ std::vector<int64_t> hf_sliding_windows(const json& j, int n_layers, const std::
   }
   if (j.contains("max_window_layers") && j["max_window_layers"].is_number_integer()) {
     // Qwen2: layers below max_window_layers use full attention.
-    const int full = j["max_window_layers"].get<int>();
-    for (int l = full; l < n_layers; ++l) windows[l] = window;
+    const int64_t full = std::max<int64_t>(j["max_window_layers"].get<int64_t>(), 0);
+    for (int64_t l = full; l < n_layers; ++l) windows[l] = window;
     return windows;
   }
   std::fill(windows.begin(), windows.end(), window);
   return windows;
+}
+
+constexpr int64_t kMaxContext = int64_t{1} << 31;  // fits the int64 fields and an int window
+
+// A GGUF count that must be a whole number in 0..max (get_uint refuses the rest).
+int64_t gguf_count(const GgufFile& gguf, const std::string& key, int64_t max) {
+  const uint64_t n = gguf.get_uint(key);
+  if (n > static_cast<uint64_t>(max)) {
+    fail(ErrorCode::kInvalidArgument, "{}: metadata '{}' = {}: expected at most {}",
+         gguf.path().string(), key, n, max);
+  }
+  return static_cast<int64_t>(n);
 }
 
 std::string lowercase(std::string s) {
@@ -118,13 +179,14 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
   refuse_unsupported_attention(j, source);
   ModelConfig c;
   c.source = source;
-  c.architecture = lowercase(j.value("model_type", root.value("model_type", std::string("llama"))));
-  c.name = root.value("_name_or_path", c.architecture);
-  c.n_layers = positive_int(j, "num_hidden_layers", source);
-  c.n_heads = positive_int(j, "num_attention_heads", source);
-  c.hidden_size = positive_int(j, "hidden_size", source);
+  c.architecture = lowercase(optional_field<std::string>(
+      j, "model_type", optional_field<std::string>(root, "model_type", "llama", source), source));
+  c.name = optional_field<std::string>(root, "_name_or_path", c.architecture, source);
+  c.n_layers = bounded_int(j, "num_hidden_layers", source, kMaxLayers);
+  c.n_heads = bounded_int(j, "num_attention_heads", source, kMaxHeads);
+  c.hidden_size = bounded_int(j, "hidden_size", source, kMaxWidth);
   if (has_non_null(j, "head_dim")) {
-    c.head_dim = positive_int(j, "head_dim", source);
+    c.head_dim = bounded_int(j, "head_dim", source, kMaxWidth);
   } else {
     if (c.hidden_size % c.n_heads != 0) {
       fail(ErrorCode::kInvalidArgument,
@@ -145,16 +207,15 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
            source, kv->size(), c.n_layers);
     }
     for (const json& n : *kv) {
-      if (!n.is_number_integer() || n.get<int>() <= 0) {
+      if (!n.is_number_integer() || n.get<int64_t>() <= 0 || n.get<int64_t>() > kMaxHeads) {
         fail(ErrorCode::kInvalidArgument,
-             "{}: field 'num_key_value_heads': expected positive "
-             "integers, got {}",
-             source, n.dump());
+             "{}: field 'num_key_value_heads': expected integers in 1..{}, got {}", source,
+             kMaxHeads, json_excerpt(n));
       }
       c.n_kv_heads.push_back(n.get<int>());
     }
   } else {
-    c.n_kv_heads.assign(c.n_layers, positive_int(j, "num_key_value_heads", source));
+    c.n_kv_heads.assign(c.n_layers, bounded_int(j, "num_key_value_heads", source, kMaxHeads));
   }
   for (int n : c.n_kv_heads) {
     if (c.n_heads % n != 0) {
@@ -165,27 +226,41 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
     }
   }
   c.sliding_window = hf_sliding_windows(j, c.n_layers, source);
-  c.ffn_size = j.value("intermediate_size", 0);
-  c.vocab_size = j.value("vocab_size", 0);
-  c.context_length = j.value("max_position_embeddings", int64_t{0});
-  c.rope_theta = j.value("rope_theta", 10000.0);
-  c.rms_norm_eps = j.value("rms_norm_eps", 1e-5);
-  c.attention_bias = j.value("attention_bias", c.architecture == "qwen2");
-  c.tied_embeddings = root.value("tie_word_embeddings", false);
+  c.ffn_size = optional_count(j, "intermediate_size", kMaxWidth, source);
+  c.vocab_size = optional_count(j, "vocab_size", kMaxVocab, source);
+  c.context_length = optional_field<int64_t>(j, "max_position_embeddings", 0, source);
+  c.rope_theta = optional_field<double>(j, "rope_theta", 10000.0, source);
+  c.rms_norm_eps = optional_field<double>(j, "rms_norm_eps", 1e-5, source);
+  c.attention_bias = optional_field<bool>(j, "attention_bias", c.architecture == "qwen2", source);
+  c.tied_embeddings = optional_field<bool>(root, "tie_word_embeddings", false, source);
   c.rope_layout = RopeLayout::kHalfSplit;
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
     const json& rs = j["rope_scaling"];
-    const std::string type = rs.value("rope_type", rs.value("type", std::string()));
+    const std::string rs_source = source + ": rope_scaling";
+    const std::string type = optional_field<std::string>(
+        rs, "rope_type", optional_field<std::string>(rs, "type", "", rs_source), rs_source);
     if (type == "llama3") {
       c.rope_scaling = RopeScaling::kLlama3;
-      c.rope_factor = rs.value("factor", 8.0);
-      c.rope_low_freq_factor = rs.value("low_freq_factor", 1.0);
-      c.rope_high_freq_factor = rs.value("high_freq_factor", 4.0);
-      c.rope_original_context = rs.value("original_max_position_embeddings", int64_t{8192});
+      c.rope_factor = optional_field<double>(rs, "factor", 8.0, rs_source);
+      c.rope_low_freq_factor = optional_field<double>(rs, "low_freq_factor", 1.0, rs_source);
+      c.rope_high_freq_factor = optional_field<double>(rs, "high_freq_factor", 4.0, rs_source);
+      c.rope_original_context =
+          optional_field<int64_t>(rs, "original_max_position_embeddings", 8192, rs_source);
     } else if (type == "linear") {
       c.rope_scaling = RopeScaling::kLinear;
-      c.rope_factor = rs.value("factor", 1.0);
+      c.rope_factor = optional_field<double>(rs, "factor", 1.0, rs_source);
     }
+  }
+  return c;
+}
+
+ModelConfig hf_config_from_text(std::string_view text, const std::string& source) {
+  const json j = parse_json_text(text, source);
+  ModelConfig c = hf_config_from_json(j, source);
+  if (j.is_object() && !j.contains("_name_or_path")) {
+    const std::filesystem::path file(source);
+    c.name = file.has_parent_path() ? file.parent_path().filename().string() : c.architecture;
+    c.name = optional_field<std::string>(j, "kvplan_name", c.name, source);
   }
   return c;
 }
@@ -193,17 +268,7 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
 ModelConfig load_hf_config(const std::filesystem::path& path) {
   std::filesystem::path file = path;
   if (std::filesystem::is_directory(path)) file = path / "config.json";
-  const std::string text = read_text_file(file);
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    fail(ErrorCode::kInvalidArgument, "{}: not valid JSON", file.string());
-  }
-  ModelConfig c = hf_config_from_json(j, file.string());
-  if (!j.contains("_name_or_path")) {
-    c.name = file.has_parent_path() ? file.parent_path().filename().string() : c.architecture;
-    if (j.contains("kvplan_name")) c.name = j.value("kvplan_name", c.name);
-  }
-  return c;
+  return hf_config_from_text(read_text_file(file), file.string());
 }
 
 ModelConfig gguf_model_config(const GgufFile& gguf) {
@@ -224,9 +289,9 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
          c.source, a);
   }
   c.name = gguf.find_string("general.name").value_or(gguf.path().stem().string());
-  c.n_layers = static_cast<int>(gguf.get_uint(a + ".block_count"));
-  c.n_heads = static_cast<int>(gguf.get_uint(a + ".attention.head_count"));
-  c.hidden_size = static_cast<int>(gguf.get_uint(a + ".embedding_length"));
+  c.n_layers = static_cast<int>(gguf_count(gguf, a + ".block_count", kMaxLayers));
+  c.n_heads = static_cast<int>(gguf_count(gguf, a + ".attention.head_count", kMaxHeads));
+  c.hidden_size = static_cast<int>(gguf_count(gguf, a + ".embedding_length", kMaxWidth));
   if (c.n_layers <= 0 || c.n_heads <= 0 || c.hidden_size <= 0) {
     fail(ErrorCode::kInvalidArgument,
          "{}: block_count, head_count and embedding_length must be "
@@ -234,7 +299,9 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
          c.source);
   }
   c.head_dim = c.hidden_size / c.n_heads;
-  if (auto k = gguf.find_number(a + ".attention.key_length")) c.head_dim = static_cast<int>(*k);
+  if (gguf.has(a + ".attention.key_length")) {
+    c.head_dim = static_cast<int>(gguf_count(gguf, a + ".attention.key_length", kMaxWidth));
+  }
   if (auto v = gguf.find_number(a + ".attention.value_length"); v && *v != c.head_dim) {
     fail(ErrorCode::kUnimplemented,
          "{}: key_length {} differs from value_length {}; kvplan needs "
@@ -247,9 +314,17 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
       fail(ErrorCode::kInvalidArgument, "{}: '{}' lists {} layers, expected {}", c.source, kv_key,
            kv->numbers.size(), c.n_layers);
     }
-    for (double n : kv->numbers) c.n_kv_heads.push_back(static_cast<int>(n));
+    for (double n : kv->numbers) {
+      if (!(n >= 0 && n <= kMaxHeads)) {
+        fail(ErrorCode::kInvalidArgument, "{}: '{}' lists {}: expected counts in 0..{}", c.source,
+             kv_key, n, kMaxHeads);
+      }
+      c.n_kv_heads.push_back(static_cast<int>(n));
+    }
   } else {
-    c.n_kv_heads.assign(c.n_layers, static_cast<int>(gguf.find_number(kv_key).value_or(c.n_heads)));
+    c.n_kv_heads.assign(c.n_layers, gguf.has(kv_key)
+                                        ? static_cast<int>(gguf_count(gguf, kv_key, kMaxHeads))
+                                        : c.n_heads);
   }
   for (int n : c.n_kv_heads) {
     if (n <= 0 || c.n_heads % n != 0) {
@@ -258,17 +333,20 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
     }
   }
   c.sliding_window.assign(c.n_layers, 0);
-  if (auto w = gguf.find_number(a + ".attention.sliding_window"); w && *w > 0) {
-    std::fill(c.sliding_window.begin(), c.sliding_window.end(), static_cast<int64_t>(*w));
+  if (const std::string key = a + ".attention.sliding_window"; gguf.has(key)) {
+    std::fill(c.sliding_window.begin(), c.sliding_window.end(), gguf_count(gguf, key, kMaxContext));
   }
-  c.ffn_size = static_cast<int>(gguf.find_number(a + ".feed_forward_length").value_or(0));
-  c.context_length = static_cast<int64_t>(gguf.find_number(a + ".context_length").value_or(0));
+  const std::string ffn_key = a + ".feed_forward_length";
+  c.ffn_size = gguf.has(ffn_key) ? static_cast<int>(gguf_count(gguf, ffn_key, kMaxWidth)) : 0;
+  const std::string ctx_key = a + ".context_length";
+  c.context_length = gguf.has(ctx_key) ? gguf_count(gguf, ctx_key, kMaxContext) : 0;
   c.rope_theta = gguf.find_number(a + ".rope.freq_base").value_or(10000.0);
   c.rms_norm_eps = gguf.find_number(a + ".attention.layer_norm_rms_epsilon").value_or(1e-5);
   if (const GgufValue* tokens = gguf.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
     c.vocab_size = static_cast<int>(tokens->strings.size());
   }
-  c.vocab_size = static_cast<int>(gguf.find_number(a + ".vocab_size").value_or(c.vocab_size));
+  if (gguf.has(a + ".vocab_size"))
+    c.vocab_size = static_cast<int>(gguf_count(gguf, a + ".vocab_size", kMaxVocab));
   // llama.cpp's converter permutes Q/K weights of llama-family models so that "normal" RoPE
   // (adjacent pairs) is correct; qwen2 and others keep HF order and use NEOX (half split).
   c.rope_layout =

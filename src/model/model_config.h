@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -56,6 +57,8 @@ struct ModelConfig {
 // the file and field.
 ModelConfig load_hf_config(const std::filesystem::path& path);
 ModelConfig hf_config_from_json(const nlohmann::json& j, const std::string& source);
+// config.json text already in memory (`source` names it in errors); load_hf_config reads a file.
+ModelConfig hf_config_from_text(std::string_view text, const std::string& source);
 ModelConfig gguf_model_config(const GgufFile& gguf);
 
 // The KV-cache shape the estimator, plans and the runtime work with.

@@ -1,11 +1,13 @@
 #include "model/safetensors_file.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_text.h"
 #include "kernels/float_convert.h"
 
 namespace kvplan {
@@ -40,8 +42,15 @@ uint64_t SafetensorsTensor::n_elements() const {
   return n;
 }
 
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path), path_(path) {
-  const std::string name = path.string();
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
+    : SafetensorsFile(MappedFile(path)) {}
+
+SafetensorsFile::SafetensorsFile(std::span<const std::byte> bytes,
+                                 const std::filesystem::path& name)
+    : SafetensorsFile(MappedFile(bytes, name)) {}
+
+SafetensorsFile::SafetensorsFile(MappedFile file) : file_(std::move(file)), path_(file_.path()) {
+  const std::string name = path_.string();
   const std::span<const std::byte> all = file_.bytes();
   if (all.size() < 8) {
     fail(ErrorCode::kDataLoss,
@@ -58,12 +67,15 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
          name, header_len, all.size(), kMaxHeaderBytes);
   }
   const std::string_view text(reinterpret_cast<const char*>(all.data() + 8), header_len);
-  const json header = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) {
+  const json header = parse_json_text(text, name + ": header");
+  if (!header.is_object()) {
     fail(ErrorCode::kDataLoss, "{}: the {}-byte header is not a JSON object", name, header_len);
   }
   const std::span<const std::byte> data = all.subspan(8 + header_len);
-  for (const auto& [tensor_name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Named, not a structured binding: clang 14 (the fuzz build) cannot capture those in lambdas.
+    const std::string& tensor_name = item.key();
+    const json& entry = item.value();
     if (tensor_name == "__metadata__") continue;
     auto bad = [&](const std::string& reason) {
       fail(ErrorCode::kDataLoss, "{}: tensor '{}': {}", name, tensor_name, reason);
@@ -84,9 +96,11 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
     if (shape == entry.end() || !shape->is_array()) bad("missing 'shape'");
     uint64_t n = 1;
     for (const json& d : *shape) {
-      if (!d.is_number_unsigned()) bad("shape " + shape->dump() + " has a non-integer dimension");
+      if (!d.is_number_unsigned())
+        bad("shape " + json_excerpt(*shape) + " has a non-integer dimension");
       const uint64_t v = d.get<uint64_t>();
-      if (v != 0 && n > (uint64_t{1} << 48) / v) bad("shape " + shape->dump() + " is too large");
+      if (v != 0 && n > (uint64_t{1} << 48) / v)
+        bad("shape " + json_excerpt(*shape) + " is too large");
       n *= v;
       t.shape.push_back(v);
     }
@@ -103,10 +117,26 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
     }
     if (end - begin != n * elem_bytes) {
       bad(fmt::format("shape {} x {} ({} bytes) does not match the {} bytes of data_offsets",
-                      shape->dump(), t.dtype_name, n * elem_bytes, end - begin));
+                      json_excerpt(*shape), t.dtype_name, n * elem_bytes, end - begin));
     }
     t.bytes = data.subspan(begin, end - begin);
     tensors_.push_back(std::move(t));
+  }
+  // Two tensors may not share bytes (the format's own rule): sorted by start, each must end before
+  // the next begins.
+  std::vector<const SafetensorsTensor*> by_start;
+  for (const SafetensorsTensor& t : tensors_) {
+    if (!t.bytes.empty()) by_start.push_back(&t);
+  }
+  std::sort(by_start.begin(), by_start.end(),
+            [](const auto* a, const auto* b) { return a->bytes.data() < b->bytes.data(); });
+  for (size_t i = 1; i < by_start.size(); ++i) {
+    const SafetensorsTensor& a = *by_start[i - 1];
+    const SafetensorsTensor& b = *by_start[i];
+    if (a.bytes.data() + a.bytes.size() > b.bytes.data()) {
+      fail(ErrorCode::kDataLoss, "{}: tensors '{}' and '{}' overlap in the data section", name,
+           a.name, b.name);
+    }
   }
 }
 
@@ -124,8 +154,8 @@ SafetensorsSet::SafetensorsSet(const std::filesystem::path& path) : source_(path
   }
   std::vector<std::filesystem::path> shards;
   if (file.filename().string().ends_with(".index.json")) {
-    const json index = json::parse(read_text_file(file), nullptr, false);
-    if (index.is_discarded() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+    const json index = parse_json_text(read_text_file(file), file.string());
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
       fail(ErrorCode::kInvalidArgument, "{}: expected a JSON object with a 'weight_map'",
            file.string());
     }

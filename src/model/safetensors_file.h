@@ -39,10 +39,13 @@ class SafetensorsFile {
  public:
   // Throws Error(kDataLoss/kOutOfRange/kInvalidArgument) naming the file, tensor and reason.
   explicit SafetensorsFile(const std::filesystem::path& path);
+  // Parses bytes already in memory (the caller keeps them alive); `name` appears in errors.
+  SafetensorsFile(std::span<const std::byte> bytes, const std::filesystem::path& name);
   [[nodiscard]] const std::filesystem::path& path() const { return file_.path(); }
   [[nodiscard]] const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
 
  private:
+  explicit SafetensorsFile(MappedFile file);
   MappedFile file_;
   std::filesystem::path path_;
   std::vector<SafetensorsTensor> tensors_;

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_text.h"
 #include "plan/memory_estimate.h"
 
 namespace kvplan {
@@ -23,7 +24,7 @@ std::string required_string(const json& j, const char* field, const std::string&
   const json& v = required(j, field, where);
   if (!v.is_string()) {
     fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected a string, got {}", where, field,
-         v.dump());
+         json_excerpt(v));
   }
   return v.get<std::string>();
 }
@@ -33,9 +34,15 @@ int64_t required_int(const json& j, const char* field, const std::string& where,
   const json& v = required(j, field, where);
   if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
     fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected an integer in {}..{}, got {}",
-         where, field, lo, hi, v.dump());
+         where, field, lo, hi, json_excerpt(v));
   }
   return v.get<int64_t>();
+}
+
+// An optional integer field: `fallback` when absent; otherwise as required_int.
+int64_t optional_int(const json& j, const char* field, const std::string& where, int64_t lo,
+                     int64_t hi, int64_t fallback) {
+  return j.contains(field) ? required_int(j, field, where, lo, hi) : fallback;
 }
 
 KvPair parse_pair_at(const std::string& key_name, const std::string& value_name,
@@ -153,7 +160,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
       static_cast<size_t>(required_int(q, "residual_length", qwhere, 0, 1 << 20));
   plan.quantization.block_size =
       static_cast<size_t>(required_int(q, "block_size", qwhere, 1, 1 << 20));
-  plan.scale_dtype = q.value("scale_dtype", std::string("f16"));
+  if (q.contains("scale_dtype")) plan.scale_dtype = required_string(q, "scale_dtype", qwhere);
   try {
     plan.quantization.validate();
   } catch (const Error& e) {
@@ -173,7 +180,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
     if (!e.is_object()) fail(ErrorCode::kInvalidArgument, "{}: expected an object", where);
     PlanLayer layer;
     layer.index = static_cast<int>(required_int(e, "index", where, l, l));
-    layer.group = static_cast<int>(e.value("group", 0));
+    layer.group = static_cast<int>(optional_int(e, "group", where, 0, n_layers, 0));
     layer.pair =
         parse_pair_at(required_string(e, "key", where), required_string(e, "value", where), where);
     // Sizes written in the file must agree with what the formats say.
@@ -190,7 +197,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
       if (e.contains(field)) {
         if (!e[field].is_number() || std::fabs(e[field].get<double>() - expected) > 1e-6) {
           fail(ErrorCode::kInvalidArgument, "{}: field '{}' is {}, but {} gives {}", where, field,
-               e[field].dump(), layer.pair.name(), expected);
+               json_excerpt(e[field]), layer.pair.name(), expected);
         }
       }
     }
@@ -207,11 +214,12 @@ Plan plan_from_json(const json& j, const std::string& source) {
   return plan;
 }
 
+Plan plan_from_text(std::string_view text, const std::string& source) {
+  return plan_from_json(parse_json_text(text, source), source);
+}
+
 Plan read_plan(const std::filesystem::path& path) {
-  const std::string text = read_text_file(path);
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail(ErrorCode::kInvalidArgument, "{}: not valid JSON", path.string());
-  return plan_from_json(j, path.string());
+  return plan_from_text(read_text_file(path), path.string());
 }
 
 json plan_to_json(const Plan& plan) {

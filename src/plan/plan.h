@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -66,6 +67,8 @@ PlanSummary summarize_plan(const Plan& plan);
 // Throws Error(kInvalidArgument / kNotFound) naming the file and the field for anything malformed:
 // wrong schema, missing fields, unknown formats, layer count or sizes that disagree.
 Plan plan_from_json(const nlohmann::json& j, const std::string& source);
+// Parses plan.json text already in memory (`source` names it in errors); read_plan reads a file.
+Plan plan_from_text(std::string_view text, const std::string& source);
 Plan read_plan(const std::filesystem::path& path);
 nlohmann::json plan_to_json(const Plan& plan);
 void write_plan(const std::filesystem::path& path, const Plan& plan);

@@ -1,14 +1,18 @@
 #include "profile/profile_data.h"
 
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_text.h"
 
 namespace kvplan {
 namespace {
 
 using Json = nlohmann::json;
+
+constexpr int64_t kMaxLayers = 100000;  // as plan.json
 
 // Field access that names the file and the JSON path in every error.
 class Reader {
@@ -26,11 +30,14 @@ class Reader {
     if (!v.is_string()) bad(path, key, "a string", v);
     return v.get<std::string>();
   }
-  int64_t integer(const Json& obj, const std::string& key, const std::string& path,
-                  int64_t min) const {
+  // Counts stored as int are bounded by INT32_MAX (a larger one would wrap in the cast); layers
+  // by kMaxLayers so that per-layer tables stay small whatever the file claims.
+  int64_t integer(const Json& obj, const std::string& key, const std::string& path, int64_t min,
+                  int64_t max = INT32_MAX) const {
     const Json& v = at(obj, key, path);
-    if (!v.is_number_integer() || v.get<int64_t>() < min) {
-      bad(path, key, fmt::format("an integer >= {}", min), v);
+    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max))) {
+      bad(path, key, fmt::format("an integer in {}..{}", min, max), v);
     }
     return v.get<int64_t>();
   }
@@ -49,7 +56,7 @@ class Reader {
   [[noreturn]] void bad(const std::string& path, const std::string& key, const std::string& want,
                         const Json& got) const {
     fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected {}, got {}", source_,
-         join(path, key), want, got.dump());
+         join(path, key), want, json_excerpt(got));
   }
   [[noreturn]] void invalid(const std::string& path, const std::string& what) const {
     fail(ErrorCode::kInvalidArgument, "{}: field '{}': {}", source_, path, what);
@@ -153,7 +160,7 @@ Profile profile_from_json(const Json& j, const std::string& source) {
   p.model.name = r.str(m, "name", "model");
   p.model.architecture = r.str(m, "architecture", "model");
   p.model.fingerprint = r.str(m, "fingerprint", "model");
-  p.model.num_layers = static_cast<int>(r.integer(m, "num_layers", "model", 1));
+  p.model.num_layers = static_cast<int>(r.integer(m, "num_layers", "model", 1, kMaxLayers));
   p.model.num_attention_heads = static_cast<int>(r.integer(m, "num_attention_heads", "model", 1));
   p.model.head_dim = static_cast<int>(r.integer(m, "head_dim", "model", 1));
   const Json& kv = r.at(m, "num_kv_heads", "model");
@@ -161,19 +168,20 @@ Profile profile_from_json(const Json& j, const std::string& source) {
     r.bad("model", "num_kv_heads", fmt::format("an array of {} counts", p.model.num_layers), kv);
   }
   for (const Json& n : kv) {
-    if (!n.is_number_integer() || n.get<int>() < 1)
+    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > INT32_MAX) {
       r.bad("model", "num_kv_heads", "counts >= 1", n);
+    }
     p.model.num_kv_heads.push_back(n.get<int>());
   }
   const Json& c = r.at(j, "calibration", "");
   p.calibration.source = r.str(c, "source", "calibration");
   p.calibration.hash = r.str(c, "hash", "calibration");
   p.calibration.prompts = static_cast<int>(r.integer(c, "prompts", "calibration", 1));
-  p.calibration.tokens = r.integer(c, "tokens", "calibration", 1);
+  p.calibration.tokens = r.integer(c, "tokens", "calibration", 1, INT64_MAX);
   p.calibration.max_tokens = static_cast<int>(r.integer(c, "max_tokens", "calibration", 1));
   p.calibration.truncated = static_cast<int>(r.integer(c, "truncated", "calibration", 0));
   p.calibration.kl_prompts = static_cast<int>(r.integer(c, "kl_prompts", "calibration", 0));
-  p.calibration.kl_tokens = r.integer(c, "kl_tokens", "calibration", 0);
+  p.calibration.kl_tokens = r.integer(c, "kl_tokens", "calibration", 0, INT64_MAX);
   const Json& q = r.at(j, "quantization", "");
   try {
     p.quantization.mode = parse_quant_mode(r.str(q, "mode", "quantization"));
@@ -203,6 +211,10 @@ Profile profile_from_json(const Json& j, const std::string& source) {
     }
   }
   p.reset_cells();
+  // Name -> candidate, the last of equal names (as the linear search this replaces): a lookup per
+  // cell, not a scan of every candidate.
+  std::map<std::string, size_t> candidate_index;
+  for (size_t k = 0; k < p.candidates.size(); ++k) candidate_index[p.candidates[k].name()] = k;
   const Json& layers = r.at(j, "layers", "");
   if (!layers.is_array() || layers.size() != static_cast<size_t>(p.model.num_layers)) {
     r.bad("", "layers", fmt::format("an array of {} layers", p.model.num_layers), layers);
@@ -218,13 +230,11 @@ Profile profile_from_json(const Json& j, const std::string& source) {
       const std::string cp = fmt::format("{}.pairs[{}]", lp, i);
       const Json& cj = pairs[i];
       const std::string name = r.str(cj, "pair", cp);
-      size_t idx = p.candidates.size();
-      for (size_t k = 0; k < p.candidates.size(); ++k) {
-        if (p.candidates[k].name() == name) idx = k;
-      }
-      if (idx == p.candidates.size()) {
+      const auto found = candidate_index.find(name);
+      if (found == candidate_index.end()) {
         r.invalid(cp + ".pair", fmt::format("'{}' is not one of the candidates", name));
       }
+      const size_t idx = found->second;
       ProfileCell cell;
       cell.pair = p.candidates[idx];
       if (r.str(cj, "key", cp) != cell.pair.key.name() ||
@@ -255,13 +265,12 @@ Profile profile_from_json(const Json& j, const std::string& source) {
   return p;
 }
 
+Profile profile_from_text(std::string_view text, const std::string& source) {
+  return profile_from_json(parse_json_text(text, source), source);
+}
+
 Profile read_profile(const std::filesystem::path& path) {
-  const std::string text = read_text_file(path);
-  const Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    fail(ErrorCode::kInvalidArgument, "{}: not valid JSON", path.string());
-  }
-  return profile_from_json(j, path.string());
+  return profile_from_text(read_text_file(path), path.string());
 }
 
 void write_profile(const std::filesystem::path& path, const Profile& profile) {

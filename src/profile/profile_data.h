@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -100,6 +101,8 @@ inline int shard_of_cell(int layer, size_t candidate, size_t n_candidates, int s
 // Throws Error(kInvalidArgument) naming `source` and the field for a wrong schema, missing or
 // mistyped fields, unknown formats, a cell outside its shard, duplicates or non-finite metrics.
 Profile profile_from_json(const nlohmann::json& j, const std::string& source);
+// Parses profile.json text already in memory (`source` names it in errors).
+Profile profile_from_text(std::string_view text, const std::string& source);
 Profile read_profile(const std::filesystem::path& path);
 nlohmann::ordered_json profile_to_json(const Profile& profile);
 // Exactly the bytes write_profile writes.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -84,7 +85,7 @@ void DiskTier::write(uint64_t key, std::span<const std::byte> bytes) const {
   }
 }
 
-std::optional<std::vector<std::byte>> DiskTier::read(uint64_t key) const {
+std::optional<std::vector<std::byte>> DiskTier::read(uint64_t key, size_t max_bytes) const {
   const std::filesystem::path path = path_of(key);
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
@@ -95,7 +96,8 @@ std::optional<std::vector<std::byte>> DiskTier::read(uint64_t key) const {
   if (::fstat(fd.get(), &st) != 0) {
     fail(ErrorCode::kIo, "disk tier: cannot stat {}: {}", path.string(), std::strerror(errno));
   }
-  std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
+  const size_t limit = max_bytes < SIZE_MAX ? max_bytes + 1 : max_bytes;
+  std::vector<std::byte> bytes(std::min(static_cast<size_t>(st.st_size), limit));
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);

@@ -4,7 +4,7 @@
 // object or none. The runtime keeps the index and capacity; this class only does file I/O.
 //
 //   kvplan::DiskTier disk("/var/cache/kvplan", {.fsync = true});
-//   disk.write(key, bytes);  auto back = disk.read(key);
+//   disk.write(key, bytes);  auto back = disk.read(key, expected_bytes);
 #pragma once
 
 #include <cstddef>
@@ -28,8 +28,11 @@ class DiskTier {
   [[nodiscard]] std::filesystem::path path_of(uint64_t key) const;
   // Throws Error(kIo) naming the file; a failed write leaves no file behind.
   void write(uint64_t key, std::span<const std::byte> bytes) const;
-  // nullopt if the file does not exist; Error(kIo) if it exists but cannot be read.
-  [[nodiscard]] std::optional<std::vector<std::byte>> read(uint64_t key) const;
+  // nullopt if the file does not exist; Error(kIo) if it exists but cannot be read. Reads at most
+  // max_bytes + 1 bytes: a file in the cache directory may be anything (another program's, a
+  // corrupt one), so a longer file comes back one byte too long — for the caller to refuse —
+  // instead of being held in memory whole.
+  [[nodiscard]] std::optional<std::vector<std::byte>> read(uint64_t key, size_t max_bytes) const;
   void remove(uint64_t key) const;
   // Keys of the chunk files already in the directory (a previous process's cache).
   [[nodiscard]] std::vector<uint64_t> scan() const;

@@ -344,16 +344,12 @@ struct OffloadRuntime::Impl {
   // Checks a stored chunk's records and copies their payloads into a device slot.
   RefusalReason copy_in(uint64_t key, const std::byte* src, size_t n, std::byte* device,
                         bool verify_payload) {
-    if (n < stored_bytes) return RefusalReason::kTruncated;
-    if (n > stored_bytes) return RefusalReason::kPayloadBytes;
+    const RefusalReason r = check_stored_chunk_headers({src, n}, expected, key);
+    if (r != RefusalReason::kNone) return r;
     for (const TransferGroup& g : rt.layout().groups()) {
       const size_t rec = record_offsets[g.index];
       StoredObjectHeader seen;
       std::memcpy(&seen, src + rec, sizeof seen);
-      StoredObjectHeader want = expected[g.index];
-      want.chunk_key = key;
-      const RefusalReason r = check_object_header(seen, want);
-      if (r != RefusalReason::kNone) return r;
       const auto t0 = std::chrono::steady_clock::now();
       const std::byte* payload = src + rec + sizeof(StoredObjectHeader);
       if (verify_payload) {
@@ -415,7 +411,7 @@ struct OffloadRuntime::Impl {
       } else {
         try {
           const auto t0 = std::chrono::steady_clock::now();
-          const std::optional<std::vector<std::byte>> bytes = disk->read(key);
+          const std::optional<std::vector<std::byte>> bytes = disk->read(key, stored_bytes);
           const double dt = seconds_since(t0);
           if (!bytes) {
             io_error = Error(ErrorCode::kNotFound,

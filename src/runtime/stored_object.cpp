@@ -120,6 +120,26 @@ RefusalReason check_object_header(const StoredObjectHeader& s, const StoredObjec
   return RefusalReason::kNone;
 }
 
+RefusalReason check_stored_chunk_headers(std::span<const std::byte> stored,
+                                         std::span<const StoredObjectHeader> expected,
+                                         uint64_t key) {
+  size_t need = 0;
+  for (const StoredObjectHeader& e : expected) need += sizeof(StoredObjectHeader) + e.payload_bytes;
+  if (stored.size() < need) return RefusalReason::kTruncated;
+  if (stored.size() > need) return RefusalReason::kPayloadBytes;
+  size_t record = 0;
+  for (const StoredObjectHeader& e : expected) {
+    StoredObjectHeader seen;
+    std::memcpy(&seen, stored.data() + record, sizeof seen);
+    StoredObjectHeader want = e;
+    want.chunk_key = key;
+    const RefusalReason r = check_object_header(seen, want);
+    if (r != RefusalReason::kNone) return r;
+    record += sizeof(StoredObjectHeader) + e.payload_bytes;
+  }
+  return RefusalReason::kNone;
+}
+
 size_t stored_chunk_bytes(const PlanLayout& layout) {
   return layout.groups().size() * sizeof(StoredObjectHeader) + layout.chunk_bytes();
 }

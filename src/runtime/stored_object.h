@@ -103,6 +103,14 @@ void seal_object_header(StoredObjectHeader& header);
 RefusalReason check_object_header(const StoredObjectHeader& seen,
                                   const StoredObjectHeader& expected);
 
+// Checks a stored chunk image before any of it is trusted: its size against the records `expected`
+// describes (one header + expected[g].payload_bytes per transfer group, back to back), then every
+// header against expected[g] with chunk_key = `key`. kNone when all agree. Payload checksums are
+// left to the caller, which computes them while it copies (copy_with_checksum).
+RefusalReason check_stored_chunk_headers(std::span<const std::byte> stored,
+                                         std::span<const StoredObjectHeader> expected,
+                                         uint64_t key);
+
 // Bytes of a stored chunk: one header + payload per transfer group.
 size_t stored_chunk_bytes(const PlanLayout& layout);
 

@@ -29,7 +29,7 @@ TEST(MappedFile, MissingFileIsNotFound) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kNotFound);
   }
-  EXPECT_THROW(MappedFile(std::filesystem::temp_directory_path()), Error);
+  EXPECT_THROW(MappedFile{std::filesystem::temp_directory_path()}, Error);
 }
 
 TEST(MappedFile, EmptyFileMapsToNothing) {

@@ -173,6 +173,45 @@ TEST(ModelFiles, CorruptedStoriesCopies) {
                   {"header.gguf"});
 }
 
+// The in-memory reader is the file reader: same metadata, tensors and bytes.
+TEST(ModelFiles, GgufFromBytesEqualsGgufFromFile) {
+  const auto path = write_tiny_gguf(test::temp_dir("gguf_bytes") / "tiny.gguf", {});
+  const std::string bytes = test::read_bytes(path);
+  const GgufFile from_file(path);
+  const GgufFile from_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), "mem.gguf");
+  EXPECT_EQ(from_bytes.path(), "mem.gguf");
+  ASSERT_EQ(from_bytes.tensors().size(), from_file.tensors().size());
+  const GgufTensorInfo& t = from_bytes.tensor("blk.1.ffn_down.weight");
+  const auto a = from_bytes.tensor_bytes(t);
+  const auto b = from_file.tensor_bytes(from_file.tensor("blk.1.ffn_down.weight"));
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+  EXPECT_EQ(from_bytes.get_uint("llama.block_count"), 2u);
+}
+
+// Review finding: n_elements / block_values * block_bytes wrapped for 2^62 f32 values, leaving a
+// small n_bytes that passed the range check while n_elements promised 2^62 values.
+TEST(ModelFiles, GgufTensorByteCountMayNotWrap) {
+  test::GgufWriter g;
+  g.add_string("general.architecture", "llama");
+  g.add_tensor("huge", {uint64_t{1} << 31, uint64_t{1} << 31}, 0, std::string(64, '\0'));
+  const std::string bytes = g.bytes();
+  expect_contains(error_of([&] {
+                    (void)GgufFile(std::as_bytes(std::span(bytes.data(), bytes.size())), "h.gguf");
+                  }),
+                  {"h.gguf: tensor 'huge': 4611686018427387904 values of F32 overflow"});
+}
+
+// Review finding: get_uint cast doubles of 2^64 and above to uint64 (undefined) before checking.
+TEST(ModelFiles, GgufGetUintRefusesValuesPastUint64) {
+  test::GgufWriter g;
+  g.add_string("general.architecture", "llama");
+  g.add_f32("big", 1e30f);
+  const std::string bytes = g.bytes();
+  const GgufFile gguf(std::as_bytes(std::span(bytes.data(), bytes.size())), "b.gguf");
+  expect_contains(error_of([&] { (void)gguf.get_uint("big"); }),
+                  {"b.gguf: metadata 'big' = 1", "expected a non-negative integer"});
+}
+
 TEST(ModelFiles, FingerprintIgnoresWeightsButNotShapes) {
   const auto dir = test::temp_dir("fingerprint");
   const ModelInfo a = read_model_info(write_tiny_gguf(dir / "a.gguf", {}));

@@ -102,5 +102,36 @@ TEST(Safetensors, RefusesCorruptFiles) {
   expect_error(dir / "dtype.safetensors", {"dtype.safetensors", "'w'", "I64"});
 }
 
+// Review finding: overlapping data_offsets were accepted (the format forbids shared bytes).
+TEST(Safetensors, RefusesOverlappingTensors) {
+  const auto dir = test::temp_dir("st_overlap");
+  const nlohmann::json h = {{"a", {{"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {0, 16}}}},
+                            {"b", {{"dtype", "F16"}, {"shape", {4}}, {"data_offsets", {8, 16}}}}};
+  const std::string text = h.dump();
+  const uint64_t n = text.size();
+  test::write_bytes(dir / "overlap.safetensors", std::string(reinterpret_cast<const char*>(&n), 8) +
+                                                     text + std::string(16, '\0'));
+  expect_error(dir / "overlap.safetensors", {"overlap.safetensors", "'a' and 'b' overlap"});
+}
+
+// The in-memory reader is the file reader; a header nested past the JSON depth limit is refused.
+TEST(Safetensors, FromBytesAndDeepHeaders) {
+  const std::string good = test::safetensors_bytes({{"w", {2, 2}, {1, 2, 3, 4}}});
+  const SafetensorsFile file(std::as_bytes(std::span(good.data(), good.size())), "mem.safetensors");
+  ASSERT_EQ(file.tensors().size(), 1u);
+  EXPECT_EQ(file.tensors()[0].bytes.size(), 16u);
+  const std::string deep = std::string(100, '[') + std::string(100, ']');
+  const uint64_t n = deep.size();
+  const std::string bytes = std::string(reinterpret_cast<const char*>(&n), 8) + deep;
+  try {
+    (void)SafetensorsFile(std::as_bytes(std::span(bytes.data(), bytes.size())), "deep.safetensors");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("deep.safetensors: header: not valid JSON: nested deeper"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kvplan

@@ -122,5 +122,31 @@ TEST(Plan, MiniMaxReferencePlanLoads) {
   EXPECT_NEAR(summarize_plan(p).compression_ratio, 3.23, 0.005);
 }
 
+// Fuzz/review findings: json::value() threw nlohmann's type_error for a mistyped optional field and
+// cast a huge double group to int (undefined); numbers past DBL_MAX threw out_of_range.
+TEST(Plan, OptionalFieldsAreTypeChecked) {
+  const nlohmann::json good = plan_to_json(small_plan());
+  nlohmann::json j = good;
+  j["layers"][1]["group"] = "first";
+  EXPECT_NE(
+      expect_error(j).find("plan.json: layers[1]: field 'group': expected an integer in 0..3"),
+      std::string::npos)
+      << expect_error(j);
+  j["layers"][1]["group"] = 1e300;
+  EXPECT_NE(expect_error(j).find("field 'group'"), std::string::npos);
+  j = good;
+  j["quantization"]["scale_dtype"] = 16;
+  EXPECT_NE(expect_error(j).find("field 'scale_dtype': expected a string, got 16"),
+            std::string::npos);
+  try {
+    (void)plan_from_text(R"({"schema": 1e400})", "p.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: not valid JSON: number overflow"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kvplan

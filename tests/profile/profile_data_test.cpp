@@ -116,5 +116,19 @@ TEST(ProfileData, FilesAreWrittenAtomicallyAndReadBack) {
   std::filesystem::remove(path);
 }
 
+// Review finding: counts were cast to int unchecked, so num_layers 2^32 + 1 read as 1 layer.
+TEST(ProfileData, CountsAreBounded) {
+  const nlohmann::json good = nlohmann::json::parse(profile_text(sample()));
+  nlohmann::json j = good;
+  j["model"]["num_layers"] = (int64_t{1} << 32) + 1;
+  expect_error(j, "field 'model.num_layers': expected an integer in 1..100000");
+  j = good;
+  j["calibration"]["prompts"] = int64_t{1} << 40;
+  expect_error(j, "field 'calibration.prompts': expected an integer in 1..2147483647");
+  j = good;
+  j["model"]["num_kv_heads"][0] = uint64_t{1} << 63;
+  expect_error(j, "model.num_kv_heads");
+}
+
 }  // namespace
 }  // namespace kvplan

@@ -73,5 +73,39 @@ TEST(StoredObject, ChecksumWhileCopyingEqualsChecksumAfter) {
   EXPECT_NE(payload_checksum(dst.data(), dst.size()), fused);
 }
 
+// A stored chunk as the runtime writes it: [header][payload] per group, sealed for `key`.
+std::vector<std::byte> stored_chunk(const Fixture& f, uint64_t key) {
+  std::vector<std::byte> out;
+  for (const TransferGroup& g : f.layout.groups()) {
+    StoredObjectHeader h = make_object_header(f.id, f.layout, g.index, key, 0);
+    const auto* hb = reinterpret_cast<const std::byte*>(&h);
+    out.insert(out.end(), hb, hb + sizeof h);
+    out.resize(out.size() + g.chunk_bytes, std::byte{0x3c});
+  }
+  return out;
+}
+
+TEST(StoredObject, ChunkHeadersCheckedBeforeAnyPayloadIsTrusted) {
+  Fixture f;
+  std::vector<StoredObjectHeader> expected;
+  for (const TransferGroup& g : f.layout.groups()) {
+    expected.push_back(make_object_header(f.id, f.layout, g.index, 0, 0));
+  }
+  std::vector<std::byte> chunk = stored_chunk(f, 77);
+  ASSERT_EQ(chunk.size(), stored_chunk_bytes(f.layout));
+  EXPECT_EQ(check_stored_chunk_headers(chunk, expected, 77), RefusalReason::kNone);
+  EXPECT_EQ(check_stored_chunk_headers(chunk, expected, 78), RefusalReason::kKey);
+  // Sizes are checked before any header is read: a short or long file never reads out of bounds.
+  EXPECT_EQ(check_stored_chunk_headers(std::span(chunk).first(chunk.size() - 1), expected, 77),
+            RefusalReason::kTruncated);
+  EXPECT_EQ(check_stored_chunk_headers({}, expected, 77), RefusalReason::kTruncated);
+  chunk.push_back(std::byte{0});
+  EXPECT_EQ(check_stored_chunk_headers(chunk, expected, 77), RefusalReason::kPayloadBytes);
+  chunk.pop_back();
+  // The last group's header is checked too, not only the first.
+  const size_t last = chunk.size() - f.layout.groups().back().chunk_bytes - 128;
+  chunk[last] = std::byte{0};
+  EXPECT_EQ(check_stored_chunk_headers(chunk, expected, 77), RefusalReason::kMagic);
+}
 }  // namespace
 }  // namespace kvplan

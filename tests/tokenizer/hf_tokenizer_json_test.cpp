@@ -138,5 +138,29 @@ TEST(HfTokenizerJson, UnsupportedModelTypeAndBadJson) {
   }
 }
 
+// Fuzz/review finding: vocabulary tables are sized by the largest token id, so a 40-byte file with
+// the id 2^24 - 1 allocated half a gigabyte. Ids must also be below the file's size.
+TEST(HfTokenizerJson, TokenIdsAreBoundedByTheFileSize) {
+  const std::string small = R"({"model": {"type": "BPE", "vocab": {"a": 16000000}, "merges": []},
+                               "pre_tokenizer": {"type": "ByteLevel"}})";
+  try {
+    (void)Tokenizer::from_hf_json_text(small, "", "t/tokenizer.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t/tokenizer.json: field 'model.vocab['a']': expected a "
+                                         "token id in 0..255"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The in-memory entry point reads tokenizer_config.json's text as from_hf_json reads the file.
+TEST(HfTokenizerJson, FromTextWithConfig) {
+  const auto tok = Tokenizer::from_hf_json_text(
+      fixed_json(), R"({"add_bos_token": false, "eos_token": "<|eos|>"})", "t/tokenizer.json");
+  EXPECT_EQ(tok->eos_id(), 20);
+  EXPECT_EQ(tok->encode("hello world"), (std::vector<int32_t>{11, 15}));
+}
+
 }  // namespace
 }  // namespace kvplan

@@ -6,12 +6,13 @@
 // added_tokens, no normalizer, and a pre-tokenizer made of ByteLevel, Split(Regex|String,
 // behavior "Isolated") and Digits, alone or in a Sequence. Anything else is refused with
 // Error(kUnimplemented) naming the field, rather than tokenized differently from the model.
-#include <fstream>
-#include <sstream>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/json_text.h"
 #include "model/tokenizer/bpe_tokenizer.h"
 #include "model/tokenizer/pretokenizer_regex.h"
 #include "model/tokenizer/tokenizer.h"
@@ -21,18 +22,6 @@ namespace kvplan {
 namespace {
 
 using nlohmann::json;
-
-json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::kNotFound, "{}: cannot open file", path.string());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  try {
-    return json::parse(buffer.str());
-  } catch (const json::parse_error& e) {
-    fail(ErrorCode::kInvalidArgument, "{}: not valid JSON: {}", path.string(), e.what());
-  }
-}
 
 // Context for error messages: the file and the JSON path of the field being read.
 struct Reader {
@@ -149,8 +138,19 @@ bool post_processor_adds_bos(const json& root, const Vocab& vocab) {
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::from_hf_json(const std::filesystem::path& tokenizer_json) {
-  const json root = read_json(tokenizer_json);
-  const Reader r{tokenizer_json.string()};
+  const std::string text = read_text_file(tokenizer_json);
+  const std::filesystem::path config_path = tokenizer_json.parent_path() / "tokenizer_config.json";
+  std::error_code ec;
+  const std::string config_text =
+      std::filesystem::exists(config_path, ec) ? read_text_file(config_path) : std::string();
+  return from_hf_json_text(text, config_text, tokenizer_json.string());
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_hf_json_text(std::string_view tokenizer_text,
+                                                        std::string_view config_text,
+                                                        const std::string& source) {
+  const json root = parse_json_text(tokenizer_text, source);
+  const Reader r{source};
   const json& model = r.member(root, "model", "model");
   const std::string type = r.string(r.member(model, "type", "model"), "model.type");
   if (type != "BPE") {
@@ -171,16 +171,22 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf_json(const std::filesystem::path& 
 
   // Vocabulary: model.vocab {token: id} plus added_tokens [{id, content, special}].
   Vocab vocab;
-  vocab.source = tokenizer_json.string();
+  vocab.source = source;
   const json& vocab_json = r.member(model, "vocab", "model");
   if (!vocab_json.is_object() || vocab_json.empty())
     r.bad("model.vocab", "expected a non-empty object");
   const json added = root.contains("added_tokens") ? root.at("added_tokens") : json::array();
   if (!added.is_array()) r.bad("added_tokens", "expected an array");
   int64_t max_id = -1;
+  // The vocabulary tables are sized by the largest id: an id must also be below the file's size
+  // (real vocabularies are dense, so their ids always are), or a few bytes would allocate 2^24
+  // entries.
+  const int64_t id_limit =
+      std::min<int64_t>(int64_t{1} << 24, std::max<size_t>(tokenizer_text.size(), 256));
   auto check_id = [&](const json& id, const std::string& field) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 24)) {
-      r.bad(field, "expected a token id in 0..2^24, got " + id.dump());
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= id_limit) {
+      r.bad(field, fmt::format("expected a token id in 0..{} (2^24 and the file's size), got {}",
+                               id_limit - 1, json_excerpt(id)));
     }
     max_id = std::max(max_id, id.get<int64_t>());
     return static_cast<size_t>(id.get<int64_t>());
@@ -235,7 +241,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf_json(const std::filesystem::path& 
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       merges.push_back({m[0].get<std::string>(), m[1].get<std::string>()});
     } else {
-      r.bad(field, "expected \"a b\" or [\"a\", \"b\"], got " + m.dump());
+      r.bad(field, "expected \"a b\" or [\"a\", \"b\"], got " + json_excerpt(m));
     }
   }
 
@@ -251,11 +257,12 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf_json(const std::filesystem::path& 
   }
 
   // tokenizer_config.json beside it: BOS/EOS, add_bos/add_eos, chat template.
-  const std::filesystem::path config_path = tokenizer_json.parent_path() / "tokenizer_config.json";
+  const std::string config_source =
+      (std::filesystem::path(source).parent_path() / "tokenizer_config.json").string();
   std::optional<bool> add_bos;
-  if (std::filesystem::exists(config_path)) {
-    const json config = read_json(config_path);
-    const Reader c{config_path.string()};
+  if (!config_text.empty()) {
+    const json config = parse_json_text(config_text, config_source);
+    const Reader c{config_source};
     if (!config.is_object()) c.bad("(root)", "expected an object");
     if (auto bos = config_token(c, config, "bos_token")) {
       vocab.bos_id = token_id_of(c, vocab, *bos, "bos_token");

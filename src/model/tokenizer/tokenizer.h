@@ -38,6 +38,11 @@ class Tokenizer {
   static std::unique_ptr<Tokenizer> from_gguf(const GgufFile& gguf);
   // tokenizer.json (and tokenizer_config.json beside it, if present, for BOS/EOS/chat template).
   static std::unique_ptr<Tokenizer> from_hf_json(const std::filesystem::path& tokenizer_json);
+  // The same from text already in memory; `config_text` is tokenizer_config.json's (empty: none).
+  // `source` names tokenizer.json in errors.
+  static std::unique_ptr<Tokenizer> from_hf_json_text(std::string_view tokenizer_text,
+                                                      std::string_view config_text,
+                                                      const std::string& source);
 
   [[nodiscard]] virtual std::vector<int32_t> encode(std::string_view text,
                                                     const EncodeOptions& options = {}) const = 0;

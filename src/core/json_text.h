@@ -1,0 +1,30 @@
+// parse_json_text: the one way kvplan turns file text (config.json, tokenizer.json, plan.json,
+// profile.json, safetensors headers) into nlohmann::json.
+//
+// nlohmann's parser is iterative, but copying, comparing and dumping a value recurse once per
+// nesting level, so a document nested a million levels deep would overflow the stack long after it
+// was parsed. No file kvplan reads nests deeper than a handful of levels: anything past
+// kMaxJsonDepth is refused while parsing. Syntax errors become one line that names the source and
+// the byte offset.
+//
+//   nlohmann::json j = kvplan::parse_json_text(text, "plan.json");
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace kvplan {
+
+inline constexpr int kMaxJsonDepth = 64;
+
+// Throws Error(kInvalidArgument) "<source>: not valid JSON: ..." for a syntax error or a document
+// nested deeper than kMaxJsonDepth.
+nlohmann::json parse_json_text(std::string_view text, const std::string& source);
+
+// v.dump() cut to at most `max_chars` (with "..." appended), for quoting a bad value in a one-line
+// error without copying a whole file into it.
+std::string json_excerpt(const nlohmann::json& v, size_t max_chars = 80);
+
+}  // namespace kvplan
