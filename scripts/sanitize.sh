@@ -6,9 +6,12 @@
 #            replay tests (the corpus and found crashers through every parser)
 #   thread   ThreadSanitizer: the runtime tests (the only multi-threaded library code), the stress
 #            test at its default 100k operations (set KVPLAN_STRESS_OPS to change that)
+#   ci       what every CI run does (scripts/test.sh), sized for 2 cores: `thread`, then an
+#            ASan+UBSan build of only the unit-test binaries of core, formats, plan and runtime and
+#            the fuzz replays of every parser, run directly (no CLI, search, report or model runs)
 #
-#   scripts/sanitize.sh            # both
-#   scripts/sanitize.sh thread     # one of: thread, address
+#   scripts/sanitize.sh            # thread + address
+#   scripts/sanitize.sh thread     # one of: thread, address, ci
 #
 # Environment: KVPLAN_JOBS (build and test jobs, default nproc), KVPLAN_SANITIZE_TESTS (a ctest -R
 # regex to run fewer tests), CMAKE_CXX_COMPILER_LAUNCHER (e.g. ccache).
@@ -50,9 +53,25 @@ thread() {
   echo "== thread: clean ($((SECONDS - start)) s)"
 }
 
+address_units() {
+  local dir="$root/build-asan-ci" start=$SECONDS
+  local units=(core/kvplan_core_test formats/kvplan_formats_test plan/kvplan_plan_test
+    runtime/kvplan_runtime_test)
+  local parsers=(gguf safetensors config tokenizer plan profile stored_object)
+  configure "$dir" "address;undefined"
+  ninja -C "$dir" -j"$jobs" "${units[@]##*/}" $(printf 'kvplan_fuzz_%s_replay ' "${parsers[@]}")
+  for u in "${units[@]}"; do "$dir/tests/$u" --gtest_brief=1; done
+  for p in "${parsers[@]}"; do
+    "$dir/tests/fuzz/kvplan_fuzz_${p}_replay" "$root/tests/fuzz/corpus/$p" \
+      "$root/tests/fuzz/regressions/$p"
+  done
+  echo "== address;undefined (unit tests + fuzz replays): clean ($((SECONDS - start)) s)"
+}
+
 case "${1:-all}" in
   thread) thread ;;
   address) address ;;
+  ci) thread; address_units ;;
   all) thread; address ;;
-  *) echo "usage: $0 [thread|address|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [thread|address|ci|all]" >&2; exit 2 ;;
 esac

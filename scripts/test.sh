@@ -20,8 +20,12 @@ cmake -S . -B "${hip_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPLAN_WERROR=O
 cmake --build "${hip_dir}" -j "$(nproc)" --target kvplan_gpu_test
 "${hip_dir}/tests/gpu/kvplan_gpu_test" --gtest_brief=1
 ctest --test-dir "${build_dir}" --output-on-failure -j "$(nproc)" --timeout 900
-# Sanitizer builds (ASan+UBSan unit tests, TSan runtime tests): opt-in, they roughly double the
-# run time on a 2-core machine (docs/fuzzing.md has the measurements).
+# Sanitizers on every run: TSan over the runtime tests, ASan+UBSan over the core, formats, plan
+# and runtime unit tests and the fuzz replays of every parser (scripts/sanitize.sh ci). The full
+# ASan+UBSan build of every unit test roughly doubles the run time on 2 cores, so it is opt-in:
+# KVPLAN_CI_SANITIZE=1 (docs/fuzzing.md has the measurements).
 if [[ "${KVPLAN_CI_SANITIZE:-0}" == 1 ]]; then
-  scripts/sanitize.sh
+  scripts/sanitize.sh all
+else
+  scripts/sanitize.sh ci
 fi
