@@ -111,6 +111,30 @@ TEST(HfTokenizerJson, WithoutConfigAndSplitPreTokenizer) {
   EXPECT_EQ(tok->decode(tok->encode("hello 12 world")), "hello 12 world");
 }
 
+TEST(HfTokenizerJson, SplitPatternThatDoesNotCompileNamesFileAndField) {
+  std::string json = fixed_json();
+  const std::string old_pre =
+      json.substr(json.find("\"pre_tokenizer\""),
+                  json.find("\"post_processor\"") - json.find("\"pre_tokenizer\""));
+  json.replace(json.find(old_pre), old_pre.size(),
+               R"("pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(\\p{L}+"},
+      "behavior": "Isolated", "invert": false},
+  )");
+  const auto dir = test::make_temp_dir("hf_bad_regex");
+  write_file(dir / "tokenizer.json", json);
+  try {
+    (void)Tokenizer::from_hf_json(dir / "tokenizer.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << what;
+    EXPECT_NE(what.find("tokenizer.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("pre_tokenizer.pattern"), std::string::npos) << what;
+    EXPECT_NE(what.find("does not compile"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
 TEST(HfTokenizerJson, UnsupportedModelTypeAndBadJson) {
   const auto dir = test::make_temp_dir("hf_unsupported");
   write_file(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");

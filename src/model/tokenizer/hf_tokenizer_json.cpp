@@ -79,6 +79,11 @@ void add_pretokenizer(const Reader& r, const json& pre, const std::string& field
       r.unsupported(field + ".behavior", "'" + behavior + "' is not supported (only Isolated)");
     }
     if (r.boolean(pre, "invert", false, field)) r.unsupported(field + ".invert", "true");
+    try {  // compiled here as well, so that a bad pattern names the file and the field
+      (void)SplitRegex(regex);
+    } catch (const Error& e) {
+      r.bad(field + ".pattern", e.what());
+    }
     options.pre_patterns.push_back(regex);
   } else if (type == "Digits") {
     options.pre_patterns.push_back(r.boolean(pre, "individual_digits", false, field) ? R"(\p{N})"

@@ -96,8 +96,12 @@ void SplitRegex::split(std::string_view text, std::vector<std::string_view>& out
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       pcre2_match_data_free(match);
-      fail(ErrorCode::kInternal, "pre-tokenizer regex '{}' failed at byte {}: {}", pattern_, pos,
-           pcre2_message(rc));
+      // A pattern that backtracks past PCRE2's limits is a property of the tokenizer file (bad
+      // input); any other failure is ours.
+      const bool limit = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+                         rc == PCRE2_ERROR_HEAPLIMIT;
+      fail(limit ? ErrorCode::kInvalidArgument : ErrorCode::kInternal,
+           "pre-tokenizer regex '{}' failed at byte {}: {}", pattern_, pos, pcre2_message(rc));
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match);
     const size_t begin = ov[0];
