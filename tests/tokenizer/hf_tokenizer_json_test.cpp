@@ -93,16 +93,19 @@ TEST(HfTokenizerJson, EncodeDecodeWithConfig) {
             "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n");
 }
 
-TEST(HfTokenizerJson, WithoutConfigAndSplitPreTokenizer) {
+// fixed_json() with its "pre_tokenizer" value replaced by `pre_tokenizer`.
+std::string with_pre_tokenizer(const std::string& pre_tokenizer) {
   std::string json = fixed_json();
-  const std::string old_pre =
-      json.substr(json.find("\"pre_tokenizer\""),
-                  json.find("\"post_processor\"") - json.find("\"pre_tokenizer\""));
-  json.replace(json.find(old_pre), old_pre.size(),
-               R"("pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+  const size_t begin = json.find("\"pre_tokenizer\"");
+  const size_t end = json.find("\"post_processor\"");
+  json.replace(begin, end - begin, "\"pre_tokenizer\": " + pre_tokenizer + ",\n  ");
+  return json;
+}
+
+TEST(HfTokenizerJson, WithoutConfigAndSplitPreTokenizer) {
+  const std::string json = with_pre_tokenizer(R"({"type": "Sequence", "pretokenizers": [
       {"type": "Split", "pattern": {"Regex": " ?\\p{L}+|\\p{N}{1,3}|\\s+"}, "behavior": "Isolated", "invert": false},
-      {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]},
-  )");
+      {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})");
   const auto dir = test::make_temp_dir("hf_split");
   write_file(dir / "tokenizer.json", json);
   const auto tok = Tokenizer::from_hf_json(dir / "tokenizer.json");
@@ -112,14 +115,8 @@ TEST(HfTokenizerJson, WithoutConfigAndSplitPreTokenizer) {
 }
 
 TEST(HfTokenizerJson, SplitPatternThatDoesNotCompileNamesFileAndField) {
-  std::string json = fixed_json();
-  const std::string old_pre =
-      json.substr(json.find("\"pre_tokenizer\""),
-                  json.find("\"post_processor\"") - json.find("\"pre_tokenizer\""));
-  json.replace(json.find(old_pre), old_pre.size(),
-               R"("pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(\\p{L}+"},
-      "behavior": "Isolated", "invert": false},
-  )");
+  const std::string json = with_pre_tokenizer(
+      R"({"type": "Split", "pattern": {"Regex": "(\\p{L}+"}, "behavior": "Isolated", "invert": false})");
   const auto dir = test::make_temp_dir("hf_bad_regex");
   write_file(dir / "tokenizer.json", json);
   try {
