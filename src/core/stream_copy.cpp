@@ -1,6 +1,5 @@
 #include "core/stream_copy.h"
 
-#include <cstdint>
 #include <cstring>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -14,7 +13,16 @@ namespace kvplan {
 
 namespace {
 
-#if defined(__AVX2__)
+// The widest vector the build targets; a 64-byte store fills a whole write-combining line at once.
+#if defined(__AVX512F__)
+using Vec = __m512i;
+inline Vec load(const std::byte* p) {
+  return _mm512_loadu_si512(p);
+}
+inline void stream(std::byte* p, Vec v) {
+  _mm512_stream_si512(reinterpret_cast<Vec*>(p), v);
+}
+#elif defined(__AVX2__)
 using Vec = __m256i;
 inline Vec load(const std::byte* p) {
   return _mm256_loadu_si256(reinterpret_cast<const Vec*>(p));
@@ -32,29 +40,57 @@ inline void stream(std::byte* p, Vec v) {
 }
 #endif
 constexpr size_t kVec = sizeof(Vec);
-constexpr size_t kUnroll = 4;  // one 128-byte step = two cache lines per iteration (AVX2)
+constexpr size_t kRowBytes = 128;  // two cache lines of one page per turn
+constexpr size_t kPageBytes = 4096;
+constexpr size_t kPagesPerStep = kStreamStepBytes / kPageBytes;
+static_assert(kPagesPerStep * kPageBytes == kStreamStepBytes);
+static_assert(kRowBytes % kVec == 0 && kPageBytes % kRowBytes == 0);
+
+inline void copy_row(std::byte* dst, const std::byte* src) {
+  Vec v[kRowBytes / kVec];
+  for (size_t k = 0; k < kRowBytes / kVec; ++k) v[k] = load(src + k * kVec);
+  for (size_t k = 0; k < kRowBytes / kVec; ++k) stream(dst + k * kVec, v[k]);
+}
+
+inline void prefetch_row(const std::byte* p) {
+  // Prefetches never fault, so running past the end of the source is harmless.
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
+}
 
 }  // namespace
 
-void copy_nontemporal(std::byte* dst, const std::byte* src, size_t n) {
-  // Non-temporal stores need an aligned destination: copy the head up to the next vector
-  // boundary with memcpy, then whole unrolled steps, then the tail.
+namespace detail {
+
+size_t nontemporal_head_bytes(const std::byte* dst, size_t n) {
   const size_t misalign = reinterpret_cast<uintptr_t>(dst) % kVec;
-  size_t head = misalign == 0 ? 0 : kVec - misalign;
-  if (head > n) head = n;
-  std::memcpy(dst, src, head);
-  size_t i = head;
-  for (; i + kUnroll * kVec <= n; i += kUnroll * kVec) {
-    const Vec a = load(src + i);
-    const Vec b = load(src + i + kVec);
-    const Vec c = load(src + i + 2 * kVec);
-    const Vec d = load(src + i + 3 * kVec);
-    stream(dst + i, a);
-    stream(dst + i + kVec, b);
-    stream(dst + i + 2 * kVec, c);
-    stream(dst + i + 3 * kVec, d);
+  return std::min(n, misalign == 0 ? 0 : kVec - misalign);
+}
+
+void copy_nontemporal_step(std::byte* dst, const std::byte* src, size_t n) {
+  if (n == kStreamStepBytes) {
+    for (size_t row = 0; row < kPageBytes; row += kRowBytes) {
+      for (size_t page = 0; page < kPagesPerStep; ++page) {
+        const size_t at = page * kPageBytes + row;
+        prefetch_row(src + kStreamStepBytes + at);
+        copy_row(dst + at, src + at);
+      }
+    }
+    return;
   }
+  size_t i = 0;
+  for (; i + kRowBytes <= n; i += kRowBytes) copy_row(dst + i, src + i);
   std::memcpy(dst + i, src + i, n - i);
+}
+
+}  // namespace detail
+
+void copy_nontemporal(std::byte* dst, const std::byte* src, size_t n) {
+  const size_t head = detail::nontemporal_head_bytes(dst, n);
+  std::memcpy(dst, src, head);
+  for (size_t done = head; done < n; done += kStreamStepBytes) {
+    detail::copy_nontemporal_step(dst + done, src + done, std::min(kStreamStepBytes, n - done));
+  }
 }
 
 void fence_nontemporal_stores() {
@@ -62,6 +98,15 @@ void fence_nontemporal_stores() {
 }
 
 #else
+
+namespace detail {
+size_t nontemporal_head_bytes(const std::byte*, size_t) {
+  return 0;
+}
+void copy_nontemporal_step(std::byte* dst, const std::byte* src, size_t n) {
+  std::memcpy(dst, src, n);
+}
+}  // namespace detail
 
 void copy_nontemporal(std::byte* dst, const std::byte* src, size_t n) {
   std::memcpy(dst, src, n);

@@ -26,20 +26,16 @@ uint64_t payload_checksum(const std::byte* data, size_t n) {
 }
 
 uint64_t copy_with_checksum(std::byte* dst, const std::byte* src, size_t n) {
-  // Hash each 4 KiB piece of the source while it is in L1, then stream it to dst with
-  // non-temporal stores: the source is read from memory once and dst written once, as a large
-  // memcpy does. Pieces feed the same block structure as payload_checksum (length prefix, then
-  // the block's bytes), so the value is identical.
-  constexpr size_t kPieceBytes = size_t{4} << 10;
+  // Hash each step of the source while it is in cache, then stream it to dst with non-temporal
+  // stores: the source is read from memory once and dst written once, as a large memcpy does.
+  // Blocks get the same length prefix as in payload_checksum, so the value is identical.
   Hasher h;
   for (size_t off = 0; off < n; off += kChecksumBlockBytes) {
     const size_t len = std::min(kChecksumBlockBytes, n - off);
     h.update_u64(len);
-    for (size_t p = off; p < off + len; p += kPieceBytes) {
-      const size_t m = std::min(kPieceBytes, off + len - p);
-      h.update_raw({src + p, m});
-      copy_nontemporal(dst + p, src + p, m);
-    }
+    copy_nontemporal_visiting(dst + off, src + off, len, [&](const std::byte* piece, size_t m) {
+      h.update_raw({piece, m});
+    });
   }
   fence_nontemporal_stores();
   h.update_u64(n);
