@@ -54,6 +54,10 @@ Hasher& Hasher::update_u64(uint64_t value) {
   return *this;
 }
 
+void Hasher::reset() {
+  XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
 uint64_t Hasher::digest() const {
   return XXH3_64bits_digest(static_cast<XXH3_state_t*>(state_));
 }

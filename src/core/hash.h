@@ -33,6 +33,8 @@ class Hasher {
   // concatenation, so a stream can be fed in pieces of any size.
   Hasher& update_raw(std::span<const std::byte> bytes);
   [[nodiscard]] uint64_t digest() const;
+  // Starts over, as if newly constructed (keeps the state's allocation).
+  void reset();
 
  private:
   void* state_;  // XXH3_state_t*, kept opaque so xxhash.h stays out of every includer

@@ -146,6 +146,15 @@ kvplan_status kvplan_options_set_model_fingerprint(kvplan_options* o, const char
   });
 }
 
+kvplan_status kvplan_options_set_hash_threads(kvplan_options* o, int32_t threads) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(o != nullptr && threads >= -1 && threads <= 256,
+                   "hash threads: expected a handle and -1 (the backend's choice) or 0..256");
+    o->options.hash_threads = threads;
+    return KVPLAN_OK;
+  });
+}
+
 kvplan_status kvplan_options_set_model_geometry(kvplan_options* o, int32_t n_layers,
                                                 int32_t n_kv_heads, int32_t head_dim) {
   return guarded([&]() -> kvplan_status {

@@ -7,27 +7,31 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "core/error.h"
 #include "core/stream_copy.h"
 #include "gpu/device_selection.h"
+#include "runtime/checksum_pool.h"
 #include "runtime/gpu_device_backend.h"
 #include "runtime/stored_object.h"
 
 namespace kvplan {
 
 uint64_t DeviceBackend::copy_device_to_host_checksum(std::byte* host, const std::byte* device,
-                                                     size_t n) {
+                                                     size_t n, ChecksumPool& pool) {
   copy_device_to_host(host, device, n);
-  return payload_checksum(host, n);
+  return pool.checksum(host, n);
 }
 
 uint64_t DeviceBackend::copy_host_to_device_checksum(std::byte* device, const std::byte* host,
-                                                     size_t n) {
+                                                     size_t n, ChecksumPool& pool) {
   // Hash the source: device memory is not readable from the host on a real GPU.
-  const uint64_t sum = payload_checksum(host, n);
+  std::vector<uint64_t> blocks(checksum_block_count(n));
+  ChecksumPool::Pending hashing = pool.start(host, n, blocks.data());
   copy_host_to_device(device, host, n);
-  return sum;
+  hashing.wait();
+  return combine_block_hashes(blocks, n);
 }
 
 std::byte* allocate_locked_pages(size_t bytes) {
@@ -83,16 +87,31 @@ class HostStandinBackend final : public DeviceBackend {
     copy_nontemporal(device, host, n);
     fence_nontemporal_stores();
   }
-  uint64_t copy_device_to_host_checksum(std::byte* host, const std::byte* device,
-                                        size_t n) override {
-    return copy_with_checksum(host, device, n);
+  // Without hashing threads one pass copies and hashes each piece while it is in cache; with
+  // them the pool hashes the source while this thread copies it.
+  uint64_t copy_device_to_host_checksum(std::byte* host, const std::byte* device, size_t n,
+                                        ChecksumPool& pool) override {
+    return copy_and_checksum(host, device, n, pool);
   }
-  uint64_t copy_host_to_device_checksum(std::byte* device, const std::byte* host,
-                                        size_t n) override {
-    return copy_with_checksum(device, host, n);
+  uint64_t copy_host_to_device_checksum(std::byte* device, const std::byte* host, size_t n,
+                                        ChecksumPool& pool) override {
+    return copy_and_checksum(device, host, n, pool);
   }
+  [[nodiscard]] unsigned preferred_checksum_threads() const override { return 0; }
   DeviceFence record_fence(void* producer_stream) override { return {producer_stream, 0}; }
   void wait_fence(const DeviceFence&) override {}
+
+ private:
+  static uint64_t copy_and_checksum(std::byte* dst, const std::byte* src, size_t n,
+                                    ChecksumPool& pool) {
+    if (pool.threads() == 0) return copy_with_checksum(dst, src, n);
+    std::vector<uint64_t> blocks(checksum_block_count(n));
+    ChecksumPool::Pending hashing = pool.start(src, n, blocks.data());
+    copy_nontemporal(dst, src, n);
+    fence_nontemporal_stores();
+    hashing.wait();
+    return combine_block_hashes(blocks, n);
+  }
 };
 
 }  // namespace

@@ -16,6 +16,8 @@
 
 namespace kvplan {
 
+class ChecksumPool;
+
 // A point on a producer's stream after which its writes to device memory are visible. Opaque to
 // the runtime; the host stand-in's fences are always complete.
 struct DeviceFence {
@@ -39,9 +41,16 @@ class DeviceBackend {
   // Copies issued by a transfer worker on its own stream; they return when the bytes have landed.
   virtual void copy_device_to_host(std::byte* host, const std::byte* device, size_t n) = 0;
   virtual void copy_host_to_device(std::byte* device, const std::byte* host, size_t n) = 0;
-  // The same copies, also returning payload_checksum (stored_object.h) of the bytes moved.
-  virtual uint64_t copy_device_to_host_checksum(std::byte* host, const std::byte* device, size_t n);
-  virtual uint64_t copy_host_to_device_checksum(std::byte* device, const std::byte* host, size_t n);
+  // The same copies, also returning payload_checksum (stored_object.h) of the bytes moved, hashed
+  // with the help of `pool` (its threads hash while the bytes move). By default the host side is
+  // hashed while the copy runs (host -> device) or once it has landed (device -> host).
+  virtual uint64_t copy_device_to_host_checksum(std::byte* host, const std::byte* device, size_t n,
+                                                ChecksumPool& pool);
+  virtual uint64_t copy_host_to_device_checksum(std::byte* device, const std::byte* host, size_t n,
+                                                ChecksumPool& pool);
+  // Hashing threads worth running next to this backend's transfers (RuntimeOptions::hash_threads
+  // = -1): 0 where one thread hashes while it copies at memory speed (the host stand-in).
+  [[nodiscard]] virtual unsigned preferred_checksum_threads() const = 0;
 
   // Records a fence after the work queued so far on `producer_stream` (nullptr = default stream);
   // a store waits on it before reading the producer's pages.

@@ -1,11 +1,14 @@
 #include "runtime/gpu_device_backend.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/gpu_runtime.h"
+#include "runtime/checksum_pool.h"
+#include "runtime/stored_object.h"
 
 namespace kvplan {
 namespace {
@@ -77,8 +80,41 @@ class GpuDeviceBackend final : public DeviceBackend {
     check(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
     check(gpu::stream_synchronize(stream.get()), "host->device transfer");
   }
-  // The checksum variants are DeviceBackend's: copy, then hash the pinned host side (device
-  // memory is not readable from the host).
+  // Device memory is not readable from the host, so checksums hash the pinned host side, on the
+  // pool's threads while the DMA runs: device -> host lands in pieces, each hashed while the next
+  // one moves; host -> device hashes the source while the DMA reads it. A mismatch found after
+  // the bytes landed is harmless: the runtime refuses the load and never publishes the slot.
+  uint64_t copy_device_to_host_checksum(std::byte* host, const std::byte* device, size_t n,
+                                        ChecksumPool& pool) override {
+    StreamLease stream(*this);
+    std::vector<uint64_t> blocks(checksum_block_count(n));
+    EventList landed;
+    for (size_t off = 0; off < n; off += kHashPieceBytes) {
+      const size_t m = std::min(kHashPieceBytes, n - off);
+      check(gpu::copy_to_host(host + off, device + off, m, stream.get()), "device->host transfer");
+      landed.record_on(stream.get());
+    }
+    std::vector<ChecksumPool::Pending> hashing;
+    for (size_t i = 0, off = 0; off < n; ++i, off += kHashPieceBytes) {
+      check(gpu::event_synchronize(landed.at(i)), "device->host transfer");
+      hashing.push_back(pool.start(host + off, std::min(kHashPieceBytes, n - off),
+                                   blocks.data() + off / kChecksumBlockBytes));
+    }
+    for (ChecksumPool::Pending& h : hashing) h.wait();
+    return combine_block_hashes(blocks, n);
+  }
+  uint64_t copy_host_to_device_checksum(std::byte* device, const std::byte* host, size_t n,
+                                        ChecksumPool& pool) override {
+    StreamLease stream(*this);
+    std::vector<uint64_t> blocks(checksum_block_count(n));
+    check(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
+    pool.start(host, n, blocks.data()).wait();
+    check(gpu::stream_synchronize(stream.get()), "host->device transfer");
+    return combine_block_hashes(blocks, n);
+  }
+  [[nodiscard]] unsigned preferred_checksum_threads() const override {
+    return default_checksum_threads();
+  }
 
   // An event recorded on the producer's stream now; the transfer worker waits for it before it
   // reads the pages, so a store never copies half-written KV. Runs on the caller's thread, whose
@@ -102,6 +138,31 @@ class GpuDeviceBackend final : public DeviceBackend {
   }
 
  private:
+  // Device -> host copies are cut into pieces this size (whole checksum blocks) so hashing can
+  // start before the whole payload has landed.
+  static constexpr size_t kHashPieceBytes = 32 * kChecksumBlockBytes;
+
+  // Events recorded after each piece of a transfer, destroyed with the list.
+  class EventList {
+   public:
+    EventList() = default;
+    EventList(const EventList&) = delete;
+    EventList& operator=(const EventList&) = delete;
+    ~EventList() {
+      for (gpu::Event e : events_) (void)gpu::event_destroy(e);
+    }
+    void record_on(gpu::Stream stream) {
+      gpu::Event e = nullptr;
+      check(gpu::event_create(&e), "transfer event");
+      events_.push_back(e);
+      check(gpu::event_record(e, stream), "transfer event");
+    }
+    [[nodiscard]] gpu::Event at(size_t i) const { return events_.at(i); }
+
+   private:
+    std::vector<gpu::Event> events_;
+  };
+
   // Transfer workers run concurrently; each copy borrows a stream of its own so one worker's
   // synchronize never waits on another's transfer.
   class StreamLease {

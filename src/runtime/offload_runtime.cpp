@@ -8,6 +8,7 @@
 
 #include "core/hash.h"
 #include "plan/plan_fingerprint.h"
+#include "runtime/checksum_pool.h"
 #include "runtime/disk_tier.h"
 #include "runtime/transfer_worker.h"
 
@@ -116,6 +117,8 @@ struct OffloadRuntime::Impl {
 
   mutable std::mutex fit_mu;
   LinearTransferFit fit_d2h, fit_h2d, fit_disk_write, fit_disk_read;
+
+  std::unique_ptr<ChecksumPool> hash_pool;  // outlives the workers that use it
 
   // Declared last: stopped in ~Impl before the memory they copy is freed.
   TransferWorker store_worker;
@@ -229,7 +232,7 @@ struct OffloadRuntime::Impl {
       std::byte* rec = stored + record_offsets[g.index];
       StoredObjectHeader h;
       std::memcpy(&h, rec, sizeof h);
-      h.payload_checksum = payload_checksum(rec + sizeof h, g.chunk_bytes);
+      h.payload_checksum = hash_pool->checksum(rec + sizeof h, g.chunk_bytes);
       seal_object_header(h);
       std::memcpy(rec, &h, sizeof h);
     }
@@ -317,7 +320,8 @@ struct OffloadRuntime::Impl {
       std::byte* payload = dst + rec + sizeof(StoredObjectHeader);
       uint64_t sum = 0;  // filled in at spill time when host payloads are not verified
       if (options.verify_host_payloads) {
-        sum = backend->copy_device_to_host_checksum(payload, src + g.chunk_offset, g.chunk_bytes);
+        sum = backend->copy_device_to_host_checksum(payload, src + g.chunk_offset, g.chunk_bytes,
+                                                    *hash_pool);
       } else {
         backend->copy_device_to_host(payload, src + g.chunk_offset, g.chunk_bytes);
       }
@@ -353,8 +357,8 @@ struct OffloadRuntime::Impl {
       const auto t0 = std::chrono::steady_clock::now();
       const std::byte* payload = src + rec + sizeof(StoredObjectHeader);
       if (verify_payload) {
-        const uint64_t sum =
-            backend->copy_host_to_device_checksum(device + g.chunk_offset, payload, g.chunk_bytes);
+        const uint64_t sum = backend->copy_host_to_device_checksum(device + g.chunk_offset, payload,
+                                                                   g.chunk_bytes, *hash_pool);
         if (sum != seen.payload_checksum) return RefusalReason::kChecksum;
       } else {
         backend->copy_host_to_device(device + g.chunk_offset, payload, g.chunk_bytes);
@@ -481,6 +485,14 @@ OffloadRuntime::OffloadRuntime(const Plan& plan, RuntimeOptions options)
   impl_ = std::make_unique<Impl>(*this, std::move(options));
   Impl& im = *impl_;
   im.backend = backend_;
+  const int hash_threads = im.options.hash_threads;
+  if (hash_threads < -1 || hash_threads > 256) {
+    fail(ErrorCode::kInvalidArgument,
+         "hash_threads: {} (expected -1 for the backend's choice, or 0..256)", hash_threads);
+  }
+  im.hash_pool =
+      std::make_unique<ChecksumPool>(hash_threads < 0 ? backend_->preferred_checksum_threads()
+                                                      : static_cast<unsigned>(hash_threads));
   im.chunk_bytes = layout_.chunk_bytes();
   im.stored_bytes = stored_chunk_bytes(layout_);
   size_t offset = 0;

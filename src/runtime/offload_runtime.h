@@ -54,6 +54,10 @@ struct RuntimeOptions {
   // disk — disk objects are always verified. Off roughly doubles host-tier bandwidth on machines
   // whose hash rate is close to their memcpy rate.
   bool verify_host_payloads = true;
+  // Threads that hash payloads next to the transfer workers (ChecksumPool): -1 = the backend's
+  // choice (none on the host stand-in, which hashes while it copies; about half the cores next to
+  // a GPU, whose DMA outruns one hashing core); 0 = the transfer worker hashes alone.
+  int hash_threads = -1;
   // Hex fingerprint of the model being served; empty = the plan's. When both are non-empty they
   // must be equal.
   std::string model_fingerprint;

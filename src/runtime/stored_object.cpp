@@ -16,10 +16,23 @@ std::string_view refusal_reason_name(RefusalReason reason) {
   return i < kNames.size() ? kNames[i] : "unknown";
 }
 
+void hash_checksum_blocks(const std::byte* data, size_t n, uint64_t* out) {
+  for (size_t off = 0; off < n; off += kChecksumBlockBytes) {
+    *out++ = hash64({data + off, std::min(kChecksumBlockBytes, n - off)});
+  }
+}
+
+uint64_t combine_block_hashes(std::span<const uint64_t> block_hashes, size_t n) {
+  Hasher h;
+  for (const uint64_t b : block_hashes) h.update_u64(b);
+  h.update_u64(n);
+  return h.digest();
+}
+
 uint64_t payload_checksum(const std::byte* data, size_t n) {
   Hasher h;
   for (size_t off = 0; off < n; off += kChecksumBlockBytes) {
-    h.update_bytes({data + off, std::min(kChecksumBlockBytes, n - off)});
+    h.update_u64(hash64({data + off, std::min(kChecksumBlockBytes, n - off)}));
   }
   h.update_u64(n);
   return h.digest();
@@ -28,18 +41,19 @@ uint64_t payload_checksum(const std::byte* data, size_t n) {
 uint64_t copy_with_checksum(std::byte* dst, const std::byte* src, size_t n) {
   // Hash each step of the source while it is in cache, then stream it to dst with non-temporal
   // stores: the source is read from memory once and dst written once, as a large memcpy does.
-  // Blocks get the same length prefix as in payload_checksum, so the value is identical.
-  Hasher h;
+  Hasher checksum;
+  Hasher block;
   for (size_t off = 0; off < n; off += kChecksumBlockBytes) {
     const size_t len = std::min(kChecksumBlockBytes, n - off);
-    h.update_u64(len);
+    block.reset();
     copy_nontemporal_visiting(dst + off, src + off, len, [&](const std::byte* piece, size_t m) {
-      h.update_raw({piece, m});
+      block.update_raw({piece, m});
     });
+    checksum.update_u64(block.digest());
   }
   fence_nontemporal_stores();
-  h.update_u64(n);
-  return h.digest();
+  checksum.update_u64(n);
+  return checksum.digest();
 }
 
 void seal_object_header(StoredObjectHeader& header) {

@@ -23,7 +23,9 @@ static_assert(std::endian::native == std::endian::little,
               "stored objects are little-endian byte images of StoredObjectHeader");
 
 inline constexpr uint32_t kStoredObjectMagic = 0x4F43564B;  // "KVCO" read as little-endian bytes
-inline constexpr uint16_t kStoredObjectVersion = 1;
+// 2: payload checksums hash each 64 KiB block on its own (a list of block hashes, see
+// payload_checksum), so they can be computed by several threads; version 1 objects are refused.
+inline constexpr uint16_t kStoredObjectVersion = 2;
 
 struct StoredObjectHeader {
   uint32_t magic;             // kStoredObjectMagic
@@ -86,10 +88,22 @@ struct ObjectIdentity {
   uint64_t model_fingerprint = 0;
 };
 
-// Checksum of a payload: the core Hasher over 64 KiB blocks, so it can be computed while copying.
+// Checksum of a payload. The payload is cut into blocks of kChecksumBlockBytes (the last one may be
+// shorter); each block is hashed on its own, hash64(block), and the checksum is the core Hasher
+// over the block hashes in order followed by the payload length:
+//   Hasher h; for each block i: h.update_u64(hash64(block_i)); h.update_u64(n); h.digest()
+// Blocks are independent, so a checksum can be computed while copying (copy_with_checksum) or by
+// several threads at once (ChecksumPool), with the same value.
 inline constexpr size_t kChecksumBlockBytes = size_t{64} << 10;
+inline constexpr size_t checksum_block_count(size_t n) {
+  return (n + kChecksumBlockBytes - 1) / kChecksumBlockBytes;
+}
+// hash64 of each block of [data, data + n) into out[0 .. checksum_block_count(n)).
+void hash_checksum_blocks(const std::byte* data, size_t n, uint64_t* out);
+// The checksum from the block hashes of a payload of n bytes.
+uint64_t combine_block_hashes(std::span<const uint64_t> block_hashes, size_t n);
 uint64_t payload_checksum(const std::byte* data, size_t n);
-// Copies n bytes and returns payload_checksum of them, hashing each block while it is in cache.
+// Copies n bytes and returns payload_checksum of them, hashing each piece while it is in cache.
 uint64_t copy_with_checksum(std::byte* dst, const std::byte* src, size_t n);
 
 // The header for one transfer group of a chunk, payload checksum and header checksum filled in.

@@ -62,5 +62,13 @@ TEST(Hash, RawUpdatesSplitAnywhereHashLikeOne) {
   EXPECT_NE(prefixed.digest(), whole.digest());
 }
 
+TEST(Hash, ResetStartsOver) {
+  Hasher h;
+  h.update("something before");
+  h.reset();
+  h.update_raw(std::as_bytes(std::span("abc", 3)));
+  EXPECT_EQ(h.digest(), hash64(std::string_view("abc")));
+}
+
 }  // namespace
 }  // namespace kvplan

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/gpu_runtime.h"
@@ -120,10 +121,13 @@ void print_round_trip(const RoundTrip& r, size_t bytes_each_way, const char* ref
 
 // Device pool -> pinned host tier -> device pool on the host stand-in: the host tier's own cost,
 // against memcpy of the same bytes both ways.
-void bench_bandwidth(bool verify_host_payloads) {
+// hash_threads 0: the transfer thread hashes each piece as it copies it; more: a ChecksumPool
+// hashes the source while the transfer thread copies it.
+void bench_bandwidth(bool verify_host_payloads, int hash_threads) {
   const kvplan::PlanLayout layout(bandwidth_plan(), {.chunk_tokens = 256});
   kvplan::RuntimeOptions o = bandwidth_options(layout, kvplan::make_host_standin_backend());
   o.verify_host_payloads = verify_host_payloads;
+  o.hash_threads = hash_threads;
   kvplan::OffloadRuntime rt(bandwidth_plan(), o);
   const size_t total = kBandwidthChunks * layout.chunk_bytes();
   std::byte* pinned = kvplan::allocate_locked_pages(total);
@@ -135,9 +139,13 @@ void bench_bandwidth(bool verify_host_payloads) {
   });
   kvplan::free_locked_pages(pinned, total);
   const kvplan::RuntimeStats s = rt.stats();
+  const std::string checksums = !verify_host_payloads ? "off (headers checked)"
+                                : hash_threads == 0
+                                    ? "computed and verified while copying"
+                                    : "computed and verified by " + std::to_string(hash_threads) +
+                                          " hashing thread(s) next to the copy";
   std::printf("host tier: %zu chunks x %zu B (%zu transfer groups), payload checksums %s\n",
-              kBandwidthChunks, layout.chunk_bytes(), layout.groups().size(),
-              verify_host_payloads ? "computed and verified" : "off (headers checked)");
+              kBandwidthChunks, layout.chunk_bytes(), layout.groups().size(), checksums.c_str());
   print_round_trip(r, total, "memcpy (same bytes, both ways)");
   std::printf("  fit d2h: t0 %.2f us, beta %.2f GB/s; h2d: t0 %.2f us, beta %.2f GB/s\n",
               s.device_to_host.t0_seconds * 1e6, s.device_to_host.bytes_per_second / 1e9,
@@ -168,8 +176,10 @@ void bench_gpu_transfers() {
   });
   o.backend->free_device(device, total);
   o.backend->free_pinned(pinned, total);
-  std::printf("device tier (%s): %zu chunks x %zu B, payload checksums verified\n",
-              std::string(rt.backend().name()).c_str(), kBandwidthChunks, layout.chunk_bytes());
+  std::printf(
+      "device tier (%s): %zu chunks x %zu B, payload checksums verified (%u hashing threads)\n",
+      std::string(rt.backend().name()).c_str(), kBandwidthChunks, layout.chunk_bytes(),
+      o.backend->preferred_checksum_threads());
   print_round_trip(r, total, "pinned hipMemcpy (both ways)");
 }
 
@@ -237,8 +247,9 @@ void bench_lookup(size_t total_chunks) {
 int main(int argc, char** argv) {
   const size_t lookup_chunks = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1000000;
   try {
-    bench_bandwidth(true);
-    bench_bandwidth(false);
+    bench_bandwidth(true, 0);
+    bench_bandwidth(true, static_cast<int>(std::max(1u, std::thread::hardware_concurrency() - 1)));
+    bench_bandwidth(false, 0);
     bench_gpu_transfers();
     bench_lookup(lookup_chunks);
   } catch (const kvplan::Error& e) {

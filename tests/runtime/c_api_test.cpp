@@ -31,6 +31,7 @@ TEST_F(CApiTest, StoreLookupLoad) {
   ASSERT_EQ(kvplan_options_set_host_capacity_bytes(opt, 16ull << 20), KVPLAN_OK);
   ASSERT_EQ(kvplan_options_set_device_capacity_bytes(opt, 16ull << 20), KVPLAN_OK);
   ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 2, 64), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_hash_threads(opt, 2), KVPLAN_OK);
   kvplan_runtime* rt = nullptr;
   ASSERT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_OK)
       << kvplan_last_error_message();
@@ -92,6 +93,8 @@ TEST_F(CApiTest, ErrorsAreCodesAndMessages) {
   EXPECT_EQ(kvplan_runtime_create(nullptr, nullptr, &rt), KVPLAN_INVALID_ARGUMENT);
   kvplan_options* opt = nullptr;
   ASSERT_EQ(kvplan_options_create(&opt), KVPLAN_OK);
+  EXPECT_EQ(kvplan_options_set_hash_threads(opt, -2), KVPLAN_INVALID_ARGUMENT);
+  EXPECT_EQ(kvplan_options_set_hash_threads(opt, 257), KVPLAN_INVALID_ARGUMENT);
   ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 4, 64), KVPLAN_OK);
   EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kvplan_last_error_message()).find("KV heads"), std::string::npos);

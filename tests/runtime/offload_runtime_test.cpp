@@ -147,8 +147,13 @@ TEST_F(OffloadRuntimeTest, AFailedStoreIsNeverVisible) {
   EXPECT_EQ(rt.stats().stores_failed, 1u);
 }
 
-TEST_F(OffloadRuntimeTest, CorruptedHostByteIsRefusedAndCounted) {
-  OffloadRuntime rt(plan, small_options(layout, 1, 4));
+class CorruptedHostByte : public OffloadRuntimeTest, public ::testing::WithParamInterface<int> {};
+
+// With the transfer thread hashing as it copies (0) and with a pool of hashing threads (2).
+TEST_P(CorruptedHostByte, IsRefusedAndCounted) {
+  RuntimeOptions o = small_options(layout, 1, 4);
+  o.hash_threads = GetParam();
+  OffloadRuntime rt(plan, o);
   const auto tokens = test::random_tokens(rng, 64);
   const auto keys = rt.keys(tokens);
   ASSERT_TRUE(produce_and_store(rt, keys, 0).ok);
@@ -166,6 +171,7 @@ TEST_F(OffloadRuntimeTest, CorruptedHostByteIsRefusedAndCounted) {
   EXPECT_EQ(rt.stats().refusals_by_reason[static_cast<size_t>(RefusalReason::kChecksum)], 1u);
   EXPECT_EQ(rt.lookup(tokens).prefix_chunks, 0u);  // the bad copy left the tier
 }
+INSTANTIATE_TEST_SUITE_P(HashThreads, CorruptedHostByte, ::testing::Values(0, 2));
 
 class DiskTierTest : public OffloadRuntimeTest {
  protected:

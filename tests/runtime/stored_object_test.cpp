@@ -21,9 +21,9 @@ TEST(StoredObject, HeaderIsFixedWidthLittleEndian) {
   const StoredObjectHeader h = make_object_header(f.id, f.layout, 1, 0xABCD, 0x42);
   unsigned char bytes[sizeof h];
   std::memcpy(bytes, &h, sizeof h);
-  // Magic "KVCO" in file order, version 1, header size 128 — laid out by hand.
+  // Magic "KVCO" in file order, version 2, header size 128 — laid out by hand.
   EXPECT_EQ(std::string(reinterpret_cast<char*>(bytes), 4), "KVCO");
-  EXPECT_EQ(bytes[4], 1);
+  EXPECT_EQ(bytes[4], 2);
   EXPECT_EQ(bytes[5], 0);
   EXPECT_EQ(bytes[6], 128);
   EXPECT_EQ(bytes[8], 0x11);
@@ -47,7 +47,7 @@ TEST(StoredObject, EveryMismatchHasItsReason) {
     return check_object_header(h, good);
   };
   EXPECT_EQ(refusal([](auto& h) { h.magic ^= 1; }), RefusalReason::kMagic);
-  EXPECT_EQ(refusal([](auto& h) { h.header_version = 2; }), RefusalReason::kHeaderVersion);
+  EXPECT_EQ(refusal([](auto& h) { h.header_version = 1; }), RefusalReason::kHeaderVersion);
   EXPECT_EQ(refusal([](auto& h) { h.plan_fingerprint ^= 1; }), RefusalReason::kPlan);
   EXPECT_EQ(refusal([](auto& h) { h.model_fingerprint ^= 1; }), RefusalReason::kModel);
   EXPECT_EQ(refusal([](auto& h) { h.chunk_key ^= 1; }), RefusalReason::kKey);

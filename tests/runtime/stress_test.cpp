@@ -47,6 +47,10 @@ TEST(RuntimeStress, RandomOpsKeepEveryByte) {
   o.disk_dir = dir;
   o.disk_capacity_bytes = 80 * stored_chunk_bytes(layout);
   o.disk_fsync = false;
+  // Two hashing threads next to the transfer workers, so the ChecksumPool shares in the stress
+  // (and the ThreadSanitizer run); KVPLAN_STRESS_HASH_THREADS=0 runs the fused single-thread path.
+  const char* hash_threads = std::getenv("KVPLAN_STRESS_HASH_THREADS");
+  o.hash_threads = hash_threads != nullptr && *hash_threads ? std::atoi(hash_threads) : 2;
   // KVPLAN_STRESS_BACKEND=gpu runs the same operations on GPU pages (scripts/gpu-check.sh).
   const char* backend = std::getenv("KVPLAN_STRESS_BACKEND");
   if (backend != nullptr && std::string_view(backend) == "gpu")

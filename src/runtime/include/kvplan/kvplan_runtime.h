@@ -87,6 +87,10 @@ KVPLAN_API kvplan_status kvplan_options_set_model_fingerprint(kvplan_options* o,
 KVPLAN_API kvplan_status kvplan_options_set_model_geometry(kvplan_options* o, int32_t n_layers,
                                                            int32_t n_kv_heads, int32_t head_dim);
 
+/* Threads hashing payload checksums next to the transfers: -1 (default) lets the backend choose,
+ * 0 hashes on the transfer thread alone, up to 256. */
+KVPLAN_API kvplan_status kvplan_options_set_hash_threads(kvplan_options* o, int32_t threads);
+
 /* options may be NULL (defaults). */
 KVPLAN_API kvplan_status kvplan_runtime_create(const char* plan_path, const kvplan_options* options,
                                                kvplan_runtime** out);
