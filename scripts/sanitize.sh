@@ -25,10 +25,16 @@ launcher=()
 [[ -n "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ]] &&
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$CMAKE_CXX_COMPILER_LAUNCHER")
 
+# The ci mode keeps line tables only (-g1: function names and lines in reports), which compiles
+# the template-heavy sources markedly faster than full debug info on 2 cores.
+debug_flags=()
+[[ "${1:-all}" == ci ]] && debug_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+
 configure() {  # dir sanitize
   echo "== $1: -DKVPLAN_SANITIZE=$2"
   cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPLAN_WERROR=ON \
-    -DKVPLAN_BUILD_BENCHMARKS=OFF -DKVPLAN_SANITIZE="$2" "${launcher[@]}" >/dev/null
+    -DKVPLAN_BUILD_BENCHMARKS=OFF -DKVPLAN_SANITIZE="$2" "${launcher[@]}" "${debug_flags[@]}" \
+    >/dev/null
 }
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
