@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "plan/memory_estimate.h"
 #include "reports/src/number_format.h"
 #include "search/surrogate.h"
@@ -28,7 +29,7 @@ class JsonReader {
     const json& v = object.at(key);
     if (!v.is_number() || !std::isfinite(v.get<double>())) {
       fail(ErrorCode::kInvalidArgument, "{}: field '{}.{}': expected a finite number, got {}",
-           file_, where, key, v.dump());
+           file_, where, key, json_excerpt(v));
     }
     return v.get<double>();
   }
@@ -44,7 +45,7 @@ class JsonReader {
     const json& v = object.at(key);
     if (!v.is_string()) {
       fail(ErrorCode::kInvalidArgument, "{}: field '{}.{}': expected a string, got {}", file_,
-           where, key, v.dump());
+           where, key, json_excerpt(v));
     }
     return v.get<std::string>();
   }
@@ -53,7 +54,7 @@ class JsonReader {
     const json& v = object.at(key);
     if (!v.is_boolean()) {
       fail(ErrorCode::kInvalidArgument, "{}: field '{}.{}': expected true or false, got {}", file_,
-           where, key, v.dump());
+           where, key, json_excerpt(v));
     }
     return v.get<bool>();
   }

@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/device_option.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "formats/format.h"
 #include "kernels/gpu_runtime.h"
 #include "kernels/kv_kernels.h"
@@ -347,7 +348,7 @@ void run_bench_kernels(BenchKernelOptions o, bool sizes_given) {
                               {"decode_vs_copy", r.decode_gbps / copy_gbps}});
     }
     if (!note.empty()) j["note"] = note;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j, 2).c_str());
     return;
   }
   std::printf("kernel bench on %s\n", device.description.c_str());

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/kv_flags.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/model_config.h"
 #include "plan/memory_estimate.h"
@@ -126,7 +127,7 @@ void run_estimate(const EstimateOptions& o) {
   }
 
   if (o.json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
     return;
   }
   std::string windows = "none";

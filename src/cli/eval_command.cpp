@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
+#include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/eval.h"
 #include "model/load_tokenizer.h"
@@ -159,7 +160,7 @@ void run_eval(const EvalCommandOptions& o) {
     out["result"]["top1_agreement"] = r.top1_agreement;
   }
   if (o.json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
     return;
   }
   std::printf("model        %s (%s)\n", weights.config.name.c_str(), o.model.c_str());

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_text.h"
 #include "plan/exporters.h"
 #include "plan/plan.h"
 
@@ -35,11 +36,9 @@ void run_export(const ExportOptions& o) {
   if (!o.output.empty())
     write_file_atomic(o.output, e.text.ends_with('\n') ? e.text : e.text + "\n");
   if (o.json) {
-    std::printf(
-        "%s\n",
-        nlohmann::json{{"to", o.to}, {"text", e.text}, {"exact", e.exact}, {"notes", e.notes}}
-            .dump(2)
-            .c_str());
+    const nlohmann::json out{
+        {"to", o.to}, {"text", e.text}, {"exact", e.exact}, {"notes", e.notes}};
+    std::printf("%s\n", json_text(out, 2).c_str());
     return;
   }
   if (o.output.empty()) std::printf("%s%s", e.text.c_str(), e.text.ends_with('\n') ? "" : "\n");

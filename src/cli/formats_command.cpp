@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "formats/format.h"
 #include "formats/format_size.h"
 
@@ -42,11 +43,9 @@ void run_formats(const FormatsOptions& o) {
     rows.push_back(row);
   }
   if (o.json) {
-    std::printf(
-        "%s\n",
-        nlohmann::json{{"head_dim", o.head_dim}, {"group_size", o.group_size}, {"formats", rows}}
-            .dump(2)
-            .c_str());
+    const nlohmann::json out{
+        {"head_dim", o.head_dim}, {"group_size", o.group_size}, {"formats", rows}};
+    std::printf("%s\n", json_text(out, 2).c_str());
     return;
   }
   std::printf("head_dim %d, int group %d\n\n", o.head_dim, o.group_size);

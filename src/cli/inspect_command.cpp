@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/model_weights.h"
 #include "plan/memory_estimate.h"
@@ -80,7 +81,7 @@ void run_inspect(const InspectOptions& o) {
                      {"tensor_types", histogram},
                      {"kv_bytes_per_token", kv}};
   if (o.json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
     return;
   }
   std::printf("model         %s (%s, %s)\n", c.name.c_str(), o.model.c_str(),

@@ -1,8 +1,8 @@
 // kvplan: layer-wise mixed-precision KV-cache plans — tune, inspect, estimate, export.
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -39,13 +39,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::fprintf(stderr, "kvplan: error: %s (see --help)\n", e.what());
+    std::fprintf(stderr, "kvplan: error: %s (see --help)\n", kvplan::one_line(e.what()).c_str());
     return 2;
   } catch (const kvplan::Error& e) {
-    std::fprintf(stderr, "kvplan: error: %s\n", e.what());
+    std::fprintf(stderr, "kvplan: error: %s\n", kvplan::one_line(e.what()).c_str());
     return kvplan::is_bad_input(e.code()) ? 2 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kvplan: error: %s\n", e.what());
+    std::fprintf(stderr, "kvplan: error: %s\n", kvplan::one_line(e.what()).c_str());
     return 1;
   }
   return 0;

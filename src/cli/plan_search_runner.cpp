@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json_text.h"
 #include "model/transformer.h"
 #include "plan/plan.h"
 #include "profile/calibration.h"
@@ -45,7 +46,7 @@ void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
   write_plan(output, out.plan);
 
   if (json) {
-    std::printf("%s\n", plan_to_json(out.plan).dump(2).c_str());
+    std::printf("%s\n", json_text(plan_to_json(out.plan), 2).c_str());
     return;
   }
   const PlanSummary s = summarize_plan(out.plan);

@@ -15,6 +15,7 @@
 #include "cli/profile_flags.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json_text.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
@@ -80,7 +81,7 @@ nlohmann::ordered_json summary_json(const Profile& p) {
 void print_summary(const Profile& p, const std::string& path, bool json) {
   const nlohmann::ordered_json s = summary_json(p);
   if (json) {
-    std::printf("%s\n", s.dump(2).c_str());
+    std::printf("%s\n", json_text(s, 2).c_str());
     return;
   }
   std::printf(
@@ -159,7 +160,7 @@ void run_merge_command(const MergeCommandOptions& o) {
   const Profile merged = merge_profiles(shards, o.inputs);
   write_profile(o.output, merged);
   if (o.json) {
-    std::printf("%s\n", summary_json(merged).dump(2).c_str());
+    std::printf("%s\n", json_text(summary_json(merged), 2).c_str());
   } else {
     std::printf("merged       %zu shards -> %s\n", shards.size(), o.output.c_str());
     print_summary(merged, o.output, false);

@@ -18,6 +18,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "model/model_config.h"
 #include "plan/plan.h"
 #include "runtime/offload_runtime.h"
@@ -279,7 +280,7 @@ void run_verify(const VerifyOptions& o) {
   std::filesystem::remove_all(disk);
 
   if (o.json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
   } else {
     std::printf("plan      %s\n", o.plan_path.c_str());
     std::printf("layout    %zu-token chunks of %s in %zu transfer groups; backend %s\n",

@@ -34,6 +34,11 @@ std::string_view error_code_name(ErrorCode code);
 // True for codes that mean "the user's input is wrong" (CLI exit code 2).
 bool is_bad_input(ErrorCode code);
 
+// `message` on one printable line: control characters (a newline in a file name, an escape
+// sequence from a model file) are written as \n, \r, \t or \xHH, so an error stays one line and
+// cannot drive the terminal.
+std::string one_line(std::string_view message);
+
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}

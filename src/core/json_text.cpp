@@ -37,8 +37,16 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
   }
 }
 
+std::string json_text(const nlohmann::json& v, int indent) {
+  return v.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string json_text(const nlohmann::ordered_json& v, int indent) {
+  return v.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string json_excerpt(const nlohmann::json& v, size_t max_chars) {
-  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string s = json_text(v, -1);
   if (s.size() > max_chars) {
     s.resize(max_chars);
     s += "...";

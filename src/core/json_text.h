@@ -23,6 +23,12 @@ inline constexpr int kMaxJsonDepth = 64;
 // nested deeper than kMaxJsonDepth.
 nlohmann::json parse_json_text(std::string_view text, const std::string& source);
 
+// The text of v as kvplan writes every JSON file and --json output. Strings from model files are
+// meant to be UTF-8 but are not checked when read (a GGUF name, a tokenizer's tokens); a byte that
+// is not valid UTF-8 becomes U+FFFD instead of making the whole output fail.
+std::string json_text(const nlohmann::json& v, int indent);
+std::string json_text(const nlohmann::ordered_json& v, int indent);  // keys in insertion order
+
 // v.dump() cut to at most `max_chars` (with "..." appended), for quoting a bad value in a one-line
 // error without copying a whole file into it.
 std::string json_excerpt(const nlohmann::json& v, size_t max_chars = 80);

@@ -3,6 +3,7 @@
 #include "llama_family.h"
 
 #include <cstring>
+#include <limits>
 
 #include "core/error.h"
 
@@ -98,6 +99,15 @@ class Loader {
 
 }  // namespace
 
+int dimension_as_int(uint64_t dim, const std::string& file, const std::string& tensor) {
+  if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    fail(ErrorCode::kInvalidArgument,
+         "{}: tensor '{}' has a dimension of {}, expected 1 to {} for a model dimension", file,
+         tensor, dim, std::numeric_limits<int>::max());
+  }
+  return static_cast<int>(dim);
+}
+
 void load_llama_family(const TensorSource& source, TensorNaming naming, ModelWeights& w) {
   ModelConfig& c = w.config;
   Loader load(source);
@@ -110,13 +120,16 @@ void load_llama_family(const TensorSource& source, TensorNaming naming, ModelWei
     fail(ErrorCode::kInvalidArgument, "{}: tensor '{}' has shape {}, expected [vocab, {}]",
          source.file, global.token_embd, shape_text(embd_shape), c.hidden_size);
   }
-  c.vocab_size = static_cast<int>(embd_shape[0]);  // the embedding rows are the vocabulary
+  // The embedding rows are the vocabulary.
+  c.vocab_size = dimension_as_int(embd_shape[0], source.file, global.token_embd);
   const uint64_t vocab = static_cast<uint64_t>(c.vocab_size);
   const uint64_t hidden = static_cast<uint64_t>(c.hidden_size);
   const uint64_t hd = static_cast<uint64_t>(c.head_dim);
   if (c.ffn_size <= 0) {
     const Names l0 = names_for(naming, 0);
-    if (source.has(l0.gate)) c.ffn_size = static_cast<int>(source.shape(l0.gate)[0]);
+    if (source.has(l0.gate) && !source.shape(l0.gate).empty()) {
+      c.ffn_size = dimension_as_int(source.shape(l0.gate)[0], source.file, l0.gate);
+    }
   }
   const uint64_t ffn = static_cast<uint64_t>(c.ffn_size);
 

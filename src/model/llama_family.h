@@ -20,6 +20,11 @@ struct TensorSource {
 
 enum class TensorNaming { kGguf, kHf };
 
+// A tensor dimension that sizes a config field (vocabulary, FFN width) as an int; Error
+// (kInvalidArgument) naming the file and tensor when it does not fit in one (a safetensors
+// shape may pair a zero with any other dimension and still hold no bytes).
+int dimension_as_int(uint64_t dim, const std::string& file, const std::string& tensor);
+
 // Fills token_embd, output_norm, output (unless tied) and layers of `w` (w.config set), checking
 // every shape against the config.
 void load_llama_family(const TensorSource& source, TensorNaming naming, ModelWeights& w);

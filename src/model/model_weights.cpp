@@ -126,12 +126,12 @@ ModelInfo read_model_info(const std::filesystem::path& path) {
     }
     if (const SafetensorsTensor* e = set.find("model.embed_tokens.weight");
         e && !e->shape.empty()) {
-      info.config.vocab_size = static_cast<int>(e->shape[0]);
+      info.config.vocab_size = dimension_as_int(e->shape[0], path.string(), e->name);
     }
     if (info.config.ffn_size <= 0) {
       if (const SafetensorsTensor* g = set.find("model.layers.0.mlp.gate_proj.weight");
           g && !g->shape.empty()) {
-        info.config.ffn_size = static_cast<int>(g->shape[0]);
+        info.config.ffn_size = dimension_as_int(g->shape[0], path.string(), g->name);
       }
     }
     info.config.tied_embeddings = set.find("lm_head.weight") == nullptr;
@@ -144,12 +144,12 @@ ModelInfo read_model_info(const std::filesystem::path& path) {
           {t.name, {t.dims.rbegin(), t.dims.rend()}, std::string(t.type->name), t.n_bytes});
     }
     if (const GgufTensorInfo* e = gguf.find_tensor("token_embd.weight"); e && e->dims.size() == 2) {
-      info.config.vocab_size = static_cast<int>(e->dims[1]);
+      info.config.vocab_size = dimension_as_int(e->dims[1], path.string(), e->name);
     }
     if (info.config.ffn_size <= 0) {
       if (const GgufTensorInfo* g = gguf.find_tensor("blk.0.ffn_gate.weight");
           g && g->dims.size() == 2) {
-        info.config.ffn_size = static_cast<int>(g->dims[1]);
+        info.config.ffn_size = dimension_as_int(g->dims[1], path.string(), g->name);
       }
     }
     info.config.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;

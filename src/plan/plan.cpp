@@ -279,7 +279,7 @@ json plan_to_json(const Plan& plan) {
 }
 
 void write_plan(const std::filesystem::path& path, const Plan& plan) {
-  write_file_atomic(path, plan_to_json(plan).dump(2) + "\n");
+  write_file_atomic(path, json_text(plan_to_json(plan), 2) + "\n");
 }
 
 void check_plan_matches(const Plan& plan, const KvGeometry& model,

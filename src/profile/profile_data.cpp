@@ -144,7 +144,7 @@ nlohmann::ordered_json profile_to_json(const Profile& p) {
 }
 
 std::string profile_text(const Profile& profile) {
-  return profile_to_json(profile).dump(1) + "\n";
+  return json_text(profile_to_json(profile), 1) + "\n";
 }
 
 Profile profile_from_json(const Json& j, const std::string& source) {

@@ -105,6 +105,9 @@ TEST(EstimateCommand, HumanTableByDefault) {
 TEST(EstimateCommand, BadInputsExitTwoWithOneLine) {
   const fs::path dir = scratch_dir();
   expect_bad_input("estimate --model " + (dir / "missing" / "config.json").string(), "missing");
+  // A newline in a file name is escaped: the error stays one line.
+  expect_bad_input("estimate --model '" + (dir / "two\nlines.json").string() + "'",
+                   "two\\nlines.json");
   expect_bad_input(
       "estimate --model " + write(dir / "garbled.json", "{\"num_hidden_layers\": 3,").string(),
       "garbled.json");

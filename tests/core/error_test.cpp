@@ -23,5 +23,12 @@ TEST(Error, BadInputCodesMapToExitTwo) {
   EXPECT_EQ(error_code_name(ErrorCode::kDataLoss), "data loss");
 }
 
+TEST(Error, OneLineEscapesControlCharacters) {
+  EXPECT_EQ(one_line("plain: text"), "plain: text");
+  EXPECT_EQ(one_line("a\nb.gguf: not found"), "a\\nb.gguf: not found");
+  EXPECT_EQ(one_line("x\r\t\x1b[31m\x7f"), "x\\r\\t\\x1b[31m\\x7f");
+  EXPECT_EQ(one_line("l\xc3\xa9ma"), "l\xc3\xa9ma");  // UTF-8 passes through
+}
+
 }  // namespace
 }  // namespace kvplan

@@ -56,5 +56,19 @@ TEST(JsonText, ExcerptCutsLongValues) {
   EXPECT_EQ(cut, "\"aaaaaaaaa...");
 }
 
+// A GGUF name with bytes that are not UTF-8 still makes a JSON file (U+FFFD in their place), and
+// that file parses back.
+TEST(JsonText, InvalidUtf8BecomesReplacementCharacters) {
+  const nlohmann::json v = {{"name", std::string("l\xff\xfema")}};
+  const std::string text = json_text(v, 2);
+  EXPECT_NE(text.find("l\xef\xbf\xbd\xef\xbf\xbdma"), std::string::npos) << text;
+  EXPECT_EQ(parse_json_text(text, "x.json").at("name"), "l\xef\xbf\xbd\xef\xbf\xbdma");
+  EXPECT_EQ(json_text(nlohmann::json{{"a", 1}}, -1), "{\"a\":1}");
+  nlohmann::ordered_json ordered;
+  ordered["z"] = 1;
+  ordered["a"] = 2;
+  EXPECT_EQ(json_text(ordered, -1), "{\"z\":1,\"a\":2}");  // the order the writer chose
+}
+
 }  // namespace
 }  // namespace kvplan

@@ -136,6 +136,18 @@ TEST(ModelFiles, TinySafetensorsQwen2WithBiasMatchesReference) {
                   {"model.layers.0.self_attn.v_proj.weight", "missing"});
 }
 
+// An empty embedding may have any row count; one past int is refused by name, not cast.
+TEST(ModelFiles, ModelDimensionsMustFitAnInt) {
+  const auto dir = test::temp_dir("tiny_huge_dim");
+  test::write_bytes(dir / "model.safetensors",
+                    test::safetensors_bytes({{"model.embed_tokens.weight", {1ull << 33, 0}, {}}}));
+  test::write_bytes(dir / "config.json", R"({"model_type": "llama", "num_hidden_layers": 1,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 32,
+      "intermediate_size": 48, "vocab_size": 64})");
+  expect_contains(error_of([&] { (void)read_model_info(dir); }),
+                  {"model.embed_tokens.weight", "8589934592", "expected 1 to 2147483647"});
+}
+
 TEST(ModelFiles, RefusesUnknownArchitectureAndTensorTypes) {
   const auto dir = test::temp_dir("tiny_bad");
   TinySpec gpt2;
