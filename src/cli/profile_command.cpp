@@ -1,6 +1,5 @@
 // kvplan profile: per-layer KV sensitivity (KVTuner's e_k, e_v, e_a, e_o, dKL) of a model for every
 // candidate (key, value) format pair, written to profile.json; `kvplan profile merge` joins shards.
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -11,15 +10,12 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/device_option.h"
 #include "cli/profile_flags.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_text.h"
-#include "model/load_tokenizer.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
-#include "profile/calibration.h"
 #include "profile/profile_summary.h"
 #include "profile/profiler.h"
 #include "profile/progress.h"
@@ -32,7 +28,6 @@ struct ProfileCommandOptions {
   std::string model, shard, output;
   ProfileFlags profile;
   bool resume = false, json = false;
-  std::string device = "auto";
 };
 
 struct MergeCommandOptions {
@@ -116,10 +111,6 @@ void run_profile_command(const ProfileCommandOptions& o) {
   if (o.output.empty()) fail(ErrorCode::kInvalidArgument, "-o/--output is required");
   ProfileOptions opt = profile_options_from_flags(o.profile);
   if (!o.shard.empty()) parse_shard(o.shard, opt.shard_index, opt.shard_count);
-  const DeviceChoice device = resolve_device_option(o.device);
-  // On a GPU the attention-side metrics (packing, probabilities, outputs) run as HIP kernels; the
-  // model's forward passes (captures, dKL) stay on the CPU.
-  if (device.use_gpu) opt.gpu_device = device.index;
   std::unique_ptr<Profile> resume;
   if (o.resume && std::filesystem::exists(o.output)) {
     resume = std::make_unique<Profile>(read_profile(o.output));
@@ -128,28 +119,14 @@ void run_profile_command(const ProfileCommandOptions& o) {
                  resume->n_cells());
   }
 
-  // The prompts are read before the (possibly large) model so that a bad file fails at once.
-  const std::filesystem::path prompts = calibration_path(o.profile);
-  const std::vector<CalibrationItem> items = read_calibration_file(prompts);
-  const auto load_start = std::chrono::steady_clock::now();
-  const ModelWeights weights = load_model_weights(o.model);
-  const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
-  const double load_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-  spdlog::info("loaded {} ({} layers) in {:.2f} s", weights.config.name, weights.config.n_layers,
-               load_s);
-  const CalibrationSet cal = tokenize_calibration(items, prompts.string(), *tokenizer,
-                                                  weights.config, calibration_options(o.profile));
-  spdlog::info("calibration {}: {} prompts, {} tokens", prompts.string(), cal.prompts.size(),
-               cal.n_tokens);
-
-  const Transformer model(weights);
+  const ProfileInputs in = load_profile_inputs(o.model, o.profile);
+  const Transformer model(in.weights);
   ProgressPrinter printer(stderr);
   opt.progress = [&](const ProfileProgress& p) { printer.update(p); };
   opt.checkpoint = [&](const Profile& partial) { write_profile(o.output, partial); };
-  Profile profile = run_profile(model, cal, opt);
+  Profile profile = run_profile(model, in.calibration, opt);
   printer.finish();
-  profile.timings["load_s"] = load_s;
+  profile.timings["load_s"] = in.load_s;
   write_profile(o.output, profile);
   print_summary(profile, o.output, o.json);
 }
@@ -188,7 +165,6 @@ void register_profile_command(CLI::App& app) {
   cmd->add_flag("--resume", o->resume, "Keep the cells already in the -o file, compute the rest");
   cmd->add_option("-o,--output", o->output, "profile.json to write (atomically)");
   cmd->add_flag("--json", o->json, "Print the summary as JSON");
-  add_device_option(cmd, &o->device);
 
   CLI::App* merge = cmd->add_subcommand("merge", "Join shard profiles into one profile.json");
   merge->footer("Example: kvplan profile merge -o profile.json shard-*.json");

@@ -1,7 +1,13 @@
 #include "cli/profile_flags.h"
 
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
 #include "cli/cli_util.h"
+#include "cli/device_option.h"
 #include "core/error.h"
+#include "model/load_tokenizer.h"
 
 namespace kvplan::cli {
 
@@ -24,6 +30,7 @@ void add_profile_flags(CLI::App* cmd, ProfileFlags& f) {
   cmd->add_option("--threads", f.threads, "Worker threads (default: all cores)");
   cmd->add_flag("--exact-chunk", f.exact_chunk,
                 "A prompt's own attention reads exact K/V (KIVI prefill; default: quantized)");
+  add_device_option(cmd, &f.device);
 }
 
 ProfileOptions profile_options_from_flags(const ProfileFlags& f) {
@@ -40,6 +47,8 @@ ProfileOptions profile_options_from_flags(const ProfileFlags& f) {
   opt.threads = f.threads;
   opt.chunk_attends_quantized = !f.exact_chunk;
   opt.tool_version = KVPLAN_VERSION;
+  const DeviceChoice device = resolve_device_option(f.device);
+  if (device.use_gpu) opt.gpu_device = device.index;
   return opt;
 }
 
@@ -50,6 +59,23 @@ std::filesystem::path calibration_path(const ProfileFlags& f) {
 
 CalibrationOptions calibration_options(const ProfileFlags& f) {
   return {.max_tokens = f.max_tokens, .num_prompts = f.num_prompts};
+}
+
+ProfileInputs load_profile_inputs(const std::string& model, const ProfileFlags& f) {
+  const std::filesystem::path prompts = calibration_path(f);
+  const std::vector<CalibrationItem> items = read_calibration_file(prompts);
+  const auto load_start = std::chrono::steady_clock::now();
+  ProfileInputs in{.weights = load_model_weights(model),
+                   .tokenizer = load_model_tokenizer(model),
+                   .calibration = {}};
+  in.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  spdlog::info("loaded {} ({} layers) in {:.2f} s", in.weights.config.name,
+               in.weights.config.n_layers, in.load_s);
+  in.calibration = tokenize_calibration(items, prompts.string(), *in.tokenizer, in.weights.config,
+                                        calibration_options(f));
+  spdlog::info("calibration {}: {} prompts, {} tokens", prompts.string(),
+               in.calibration.prompts.size(), in.calibration.n_tokens);
+  return in;
 }
 
 }  // namespace kvplan::cli

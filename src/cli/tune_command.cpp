@@ -10,10 +10,8 @@
 #include "cli/plan_search_runner.h"
 #include "cli/profile_flags.h"
 #include "core/error.h"
-#include "model/load_tokenizer.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
-#include "profile/calibration.h"
 #include "profile/profiler.h"
 #include "profile/progress.h"
 
@@ -31,24 +29,18 @@ void run_tune(const TuneCommandOptions& o) {
   ProfileOptions opt = profile_options_from_flags(o.profile);
   (void)tune_options_from_flags(o.flags);  // refuse bad search flags before the long profile
 
-  const std::filesystem::path prompts = calibration_path(o.profile);
-  const std::vector<CalibrationItem> items = read_calibration_file(prompts);
-  const ModelWeights weights = load_model_weights(o.model);
-  const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
-  const CalibrationSet cal = tokenize_calibration(items, prompts.string(), *tokenizer,
-                                                  weights.config, calibration_options(o.profile));
-  spdlog::info("calibration {}: {} prompts, {} tokens", prompts.string(), cal.prompts.size(),
-               cal.n_tokens);
-  const Transformer model(weights);
+  const ProfileInputs in = load_profile_inputs(o.model, o.profile);
+  const Transformer model(in.weights);
   ProgressPrinter printer(stderr);
   opt.progress = [&](const ProfileProgress& p) { printer.update(p); };
-  const Profile profile = run_profile(model, cal, opt);
+  Profile profile = run_profile(model, in.calibration, opt);
   printer.finish();
+  profile.timings["load_s"] = in.load_s;
   if (!o.profile_out.empty()) {
     write_profile(o.profile_out, profile);
     spdlog::info("profile written to {}", o.profile_out);
   }
-  search_and_write_plan(profile, weights, *tokenizer, o.flags, o.output, o.json);
+  search_and_write_plan(profile, in.weights, *in.tokenizer, o.flags, o.output, o.json);
 }
 
 }  // namespace

@@ -95,6 +95,12 @@ TEST_F(TuneCommand, BadBudgetsAndMismatchedProfilesAreRefused) {
                  (dir_ / "y.json").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("population"), std::string::npos) << r.err;
+  // --device is checked before the model is profiled.
+  r = run_kvplan(tune("d.json", "--device gpu:x"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("--device"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "d.json"));
   const fs::path smol = smollm2_path();
   ASSERT_EQ(run_kvplan(tune("z.json", "--profile-out " + (dir_ / "p.json").string())).exit_code, 0);
   if (!fs::exists(smol)) GTEST_SKIP() << smol << " absent: the cross-model check needs SmolLM2";
