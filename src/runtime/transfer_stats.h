@@ -16,11 +16,11 @@ struct TransferFitResult {
   uint64_t transfers = 0;
   double total_bytes = 0;
   double total_seconds = 0;
-  double t0_seconds = 0;        // intercept; 0 when fewer than 2 distinct sizes were seen
+  double t0_seconds = 0;        // intercept, >= 0; 0 when fewer than 2 distinct sizes were seen
   double bytes_per_second = 0;  // 1 / slope; total_bytes / total_seconds when sizes never varied
 };
 
-// Sums for ordinary least squares of seconds on bytes.
+// Sums for least squares of seconds on bytes, the intercept constrained to t0 >= 0.
 class LinearTransferFit {
  public:
   void add(double bytes, double seconds);

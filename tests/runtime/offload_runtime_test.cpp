@@ -335,6 +335,17 @@ TEST(TransferFit, RecoversALine) {
   EXPECT_NEAR(r.bytes_per_second, 2e10, 2e10 * 1e-6);
 }
 
+// Two noisy sizes whose line crosses zero time above zero bytes: the fixed cost is clamped to 0
+// and the rate refitted through the origin, sum(B t) / sum(B^2).
+TEST(TransferFit, FixedCostIsNeverNegative) {
+  LinearTransferFit fit;
+  fit.add(1e6, 1e-4);
+  fit.add(2e6, 2.5e-4);
+  const TransferFitResult r = fit.result();
+  EXPECT_EQ(r.t0_seconds, 0.0);
+  EXPECT_NEAR(r.bytes_per_second, 5e12 / 600.0, 1.0);
+}
+
 TEST(PinnedMemory, IsLockedOrRefused) {
   // CI runs as root, so 1 MiB locks; the failure path is the error message, not a fallback.
   std::byte* p = allocate_locked_pages(1 << 20);
