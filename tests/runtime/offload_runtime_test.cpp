@@ -327,6 +327,20 @@ TEST_F(OffloadRuntimeTest, RefusesAPlanForAnotherModel) {
   EXPECT_THROW(OffloadRuntime(plan, o), Error);
 }
 
+TEST_F(OffloadRuntimeTest, HashThreadsOutOfRangeAreRefused) {
+  RuntimeOptions o = small_options(layout, 1, 1);
+  for (const int bad : {-2, 257}) {
+    o.hash_threads = bad;
+    try {
+      OffloadRuntime rt(plan, o);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("hash_threads"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(TransferFit, RecoversALine) {
   LinearTransferFit fit;
   for (int i = 1; i <= 10; ++i) fit.add(i * 1e6, 5e-6 + i * 1e6 / 2e10);
