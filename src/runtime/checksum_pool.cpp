@@ -94,8 +94,15 @@ void ChecksumPool::wait_for(const std::shared_ptr<Job>& job) {
 }
 
 uint64_t ChecksumPool::checksum(const std::byte* data, size_t n) {
+  return checksum_while(data, n, [] {});
+}
+
+uint64_t ChecksumPool::checksum_while(const std::byte* data, size_t n,
+                                      const std::function<void()>& work) {
   std::vector<uint64_t> blocks(checksum_block_count(n));
-  start(data, n, blocks.data()).wait();
+  Pending hashing = start(data, n, blocks.data());
+  work();
+  hashing.wait();
   return combine_block_hashes(blocks, n);
 }
 

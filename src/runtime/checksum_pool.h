@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -59,6 +60,10 @@ class ChecksumPool {
   [[nodiscard]] Pending start(const std::byte* data, size_t n, uint64_t* out);
   // payload_checksum(data, n), hashed by the pool and the caller.
   [[nodiscard]] uint64_t checksum(const std::byte* data, size_t n);
+  // The same, the pool hashing while the caller runs `work` (a copy that reads the same bytes),
+  // then helping; returns once both are done.
+  [[nodiscard]] uint64_t checksum_while(const std::byte* data, size_t n,
+                                        const std::function<void()>& work);
 
  private:
   // Hashes unclaimed blocks of `job` until none is left; true when this call finished the job.

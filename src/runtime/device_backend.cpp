@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <vector>
 
 #include "core/error.h"
 #include "core/stream_copy.h"
@@ -27,11 +26,7 @@ uint64_t DeviceBackend::copy_device_to_host_checksum(std::byte* host, const std:
 uint64_t DeviceBackend::copy_host_to_device_checksum(std::byte* device, const std::byte* host,
                                                      size_t n, ChecksumPool& pool) {
   // Hash the source: device memory is not readable from the host on a real GPU.
-  std::vector<uint64_t> blocks(checksum_block_count(n));
-  ChecksumPool::Pending hashing = pool.start(host, n, blocks.data());
-  copy_host_to_device(device, host, n);
-  hashing.wait();
-  return combine_block_hashes(blocks, n);
+  return pool.checksum_while(host, n, [&] { copy_host_to_device(device, host, n); });
 }
 
 std::byte* allocate_locked_pages(size_t bytes) {
@@ -105,12 +100,10 @@ class HostStandinBackend final : public DeviceBackend {
   static uint64_t copy_and_checksum(std::byte* dst, const std::byte* src, size_t n,
                                     ChecksumPool& pool) {
     if (pool.threads() == 0) return copy_with_checksum(dst, src, n);
-    std::vector<uint64_t> blocks(checksum_block_count(n));
-    ChecksumPool::Pending hashing = pool.start(src, n, blocks.data());
-    copy_nontemporal(dst, src, n);
-    fence_nontemporal_stores();
-    hashing.wait();
-    return combine_block_hashes(blocks, n);
+    return pool.checksum_while(src, n, [&] {
+      copy_nontemporal(dst, src, n);
+      fence_nontemporal_stores();
+    });
   }
 };
 

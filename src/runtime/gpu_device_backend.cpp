@@ -106,11 +106,11 @@ class GpuDeviceBackend final : public DeviceBackend {
   uint64_t copy_host_to_device_checksum(std::byte* device, const std::byte* host, size_t n,
                                         ChecksumPool& pool) override {
     StreamLease stream(*this);
-    std::vector<uint64_t> blocks(checksum_block_count(n));
-    check(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
-    pool.start(host, n, blocks.data()).wait();
+    const uint64_t sum = pool.checksum_while(host, n, [&] {
+      check(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
+    });
     check(gpu::stream_synchronize(stream.get()), "host->device transfer");
-    return combine_block_hashes(blocks, n);
+    return sum;
   }
   [[nodiscard]] unsigned preferred_checksum_threads() const override {
     return default_checksum_threads();
