@@ -24,6 +24,54 @@ namespace kvplan {
 // FormatId values (src/formats/format.h): never renumber.
 inline constexpr uint16_t kFmtF32 = 1, kFmtF16 = 2, kFmtBF16 = 3;
 inline constexpr uint16_t kFmtInt8 = 16, kFmtInt4 = 17, kFmtInt2 = 18;
+// The int formats with a fixed group (64 or 128 values) instead of the plan's group_size.
+inline constexpr uint16_t kFmtInt8G64 = 19, kFmtInt8G128 = 20, kFmtInt4G64 = 21, kFmtInt4G128 = 22,
+                          kFmtInt2G64 = 23, kFmtInt2G128 = 24;
+
+// Bits of a uniform-int format and the group it fixes (0: the caller's group_size); false for
+// other ids.
+KVPLAN_HD inline bool uniform_int_format(uint16_t id, int* bits, int* fixed_group) {
+  switch (id) {
+    case kFmtInt8:
+      *bits = 8;
+      *fixed_group = 0;
+      return true;
+    case kFmtInt4:
+      *bits = 4;
+      *fixed_group = 0;
+      return true;
+    case kFmtInt2:
+      *bits = 2;
+      *fixed_group = 0;
+      return true;
+    case kFmtInt8G64:
+      *bits = 8;
+      *fixed_group = 64;
+      return true;
+    case kFmtInt8G128:
+      *bits = 8;
+      *fixed_group = 128;
+      return true;
+    case kFmtInt4G64:
+      *bits = 4;
+      *fixed_group = 64;
+      return true;
+    case kFmtInt4G128:
+      *bits = 4;
+      *fixed_group = 128;
+      return true;
+    case kFmtInt2G64:
+      *bits = 2;
+      *fixed_group = 64;
+      return true;
+    case kFmtInt2G128:
+      *bits = 2;
+      *fixed_group = 128;
+      return true;
+    default:
+      return false;
+  }
+}
 inline constexpr uint16_t kFmtQ8_0 = 32, kFmtQ4_0 = 33, kFmtQ4_1 = 34, kFmtQ5_0 = 35, kFmtQ5_1 = 36,
                           kFmtIq4Nl = 37;
 inline constexpr uint16_t kFmtFp8E4M3 = 48, kFmtFp8E5M2 = 49;
@@ -69,6 +117,8 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
   int value_bytes = 0;  // plain and fp8
   int int_bits = 0;
   int block_bytes = 0;
+  int fixed_group = 0;
+  if (uniform_int_format(id, &int_bits, &fixed_group) && fixed_group > 0) group_size = fixed_group;
   switch (id) {
     case kFmtF32:
       value_bytes = 4;
@@ -82,14 +132,15 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
       value_bytes = 1;
       break;
     case kFmtInt8:
-      int_bits = 8;
-      break;
     case kFmtInt4:
-      int_bits = 4;
-      break;
     case kFmtInt2:
-      int_bits = 2;
-      break;
+    case kFmtInt8G64:
+    case kFmtInt8G128:
+    case kFmtInt4G64:
+    case kFmtInt4G128:
+    case kFmtInt2G64:
+    case kFmtInt2G128:
+      break;  // int_bits set above
     case kFmtQ8_0:
       block_bytes = static_cast<int>(sizeof(BlockQ8_0));
       break;
@@ -150,10 +201,16 @@ KVPLAN_HD inline void quantize_unit(uint16_t id, const float* in, int n, uint8_t
       for (int i = 0; i < n; ++i) store_u16_le(out + 2 * i, f32_to_bf16(in[i]));
       return;
     case kFmtInt8:
+    case kFmtInt8G64:
+    case kFmtInt8G128:
       return quantize_group_int<8>(in, n, out);
     case kFmtInt4:
+    case kFmtInt4G64:
+    case kFmtInt4G128:
       return quantize_group_int<4>(in, n, out);
     case kFmtInt2:
+    case kFmtInt2G64:
+    case kFmtInt2G128:
       return quantize_group_int<2>(in, n, out);
     case kFmtQ8_0:
       return quantize_block_q8_0(in, out);
@@ -192,10 +249,16 @@ KVPLAN_HD inline void dequantize_unit(uint16_t id, const uint8_t* in, int n, flo
       for (int i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16_le(in + 2 * i));
       return;
     case kFmtInt8:
+    case kFmtInt8G64:
+    case kFmtInt8G128:
       return dequantize_group_int<8>(in, n, out);
     case kFmtInt4:
+    case kFmtInt4G64:
+    case kFmtInt4G128:
       return dequantize_group_int<4>(in, n, out);
     case kFmtInt2:
+    case kFmtInt2G64:
+    case kFmtInt2G128:
       return dequantize_group_int<2>(in, n, out);
     case kFmtQ8_0:
       return dequantize_block_q8_0(in, out);

@@ -63,10 +63,14 @@ HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>>
   exact_log_probs_.resize(prompts_.size());
   std::vector<double> nll(prompts_.size(), 0.0);
   for_each_prompt(prompts_.size(), [&](size_t i) {
-    exact_log_probs_[i] = next_token_log_probs(model_, prompts_[i], KvCacheOptions::exact_kv());
+    // Kept in f32: a long selection text's [tokens, vocab] log-probabilities would take twice
+    // the memory in f64, and KL sums are still accumulated in f64.
+    const Eigen::MatrixXd lp =
+        next_token_log_probs(model_, prompts_[i], KvCacheOptions::exact_kv());
     for (size_t t = 0; t + 1 < prompts_[i].size(); ++t) {
-      nll[i] -= exact_log_probs_[i](static_cast<Eigen::Index>(t), prompts_[i][t + 1]);
+      nll[i] -= lp(static_cast<Eigen::Index>(t), prompts_[i][t + 1]);
     }
+    exact_log_probs_[i] = lp.cast<float>();
   });
   for (size_t i = 0; i < prompts_.size(); ++i) {
     exact_nll_ += nll[i];
@@ -85,13 +89,14 @@ HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
   std::vector<PromptScore> scores(prompts_.size());
   for_each_prompt(prompts_.size(), [&](size_t i) {
     const Eigen::MatrixXd q = next_token_log_probs(model_, prompts_[i], kv);
-    const Eigen::MatrixXd& p = exact_log_probs_[i];
+    const Eigen::MatrixXf& pf = exact_log_probs_[i];
     PromptScore& s = scores[i];
     for (Eigen::Index t = 0; t < q.rows(); ++t) {
       // KL(p || q) = sum_v p_v (log p_v - log q_v)
-      s.kl += (p.row(t).array().exp() * (p.row(t) - q.row(t)).array()).sum();
+      const Eigen::RowVectorXd p = pf.row(t).cast<double>();
+      s.kl += (p.array().exp() * (p - q.row(t)).array()).sum();
       Eigen::Index ap = 0, aq = 0;
-      p.row(t).maxCoeff(&ap);
+      p.maxCoeff(&ap);
       q.row(t).maxCoeff(&aq);
       s.agree += ap == aq;
       s.nll -= q(t, prompts_[i][static_cast<size_t>(t) + 1]);
@@ -100,7 +105,10 @@ HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
   Result r;
   double kl = 0, nll = 0;
   int64_t agree = 0;
-  for (const PromptScore& s : scores) {
+  for (size_t i = 0; i < scores.size(); ++i) {
+    const PromptScore& s = scores[i];
+    r.kl_sums.push_back(s.kl);
+    r.scored_per_prompt.push_back(static_cast<double>(prompts_[i].size() - 1));
     kl += s.kl;
     nll += s.nll;
     agree += s.agree;

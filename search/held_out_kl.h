@@ -27,6 +27,9 @@ class HeldOutKl {
     double ppl = 0;             // perplexity of the prompts' own next tokens, quantized KV
     double ppl_exact = 0;
     int64_t scored = 0;
+    // Per prompt: sum of KL over its scored positions, and their count (paired bootstrap units).
+    std::vector<double> kl_sums;
+    std::vector<double> scored_per_prompt;
   };
 
   // Throws Error(kInvalidArgument) if there are no prompts with at least two tokens.
@@ -36,12 +39,14 @@ class HeldOutKl {
   // `pairs` has one entry per model layer.
   [[nodiscard]] Result measure(const std::vector<KvPair>& pairs) const;
   [[nodiscard]] int64_t n_tokens() const;
+  [[nodiscard]] int64_t n_scored() const { return scored_; }
+  [[nodiscard]] size_t n_prompts() const { return prompts_.size(); }
 
  private:
   const Transformer& model_;
   std::vector<std::vector<int32_t>> prompts_;
   QuantSettings settings_;
-  std::vector<Eigen::MatrixXd> exact_log_probs_;  // per prompt [T - 1, vocab]
+  std::vector<Eigen::MatrixXf> exact_log_probs_;  // per prompt [T - 1, vocab]
   double exact_nll_ = 0;
   int64_t scored_ = 0;
 };

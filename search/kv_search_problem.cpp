@@ -11,50 +11,93 @@ namespace {
 // Larger than any memory or error a real model produces; keeps infeasible points behind.
 constexpr double kInfeasiblePenalty = 1e12;
 
-const LayerCandidate& find_candidate(const LayerCandidates& layer, const KvPair& pair) {
-  for (const LayerCandidate& c : layer.candidates) {
-    if (c.pair == pair) return c;
+size_t find_candidate(const LayerCandidates& layer, const KvPair& pair) {
+  for (size_t c = 0; c < layer.candidates.size(); ++c) {
+    if (layer.candidates[c].pair == pair) return c;
   }
   fail(ErrorCode::kInvalidArgument, "layer {} has no candidate {}", layer.layer, pair.name());
 }
 
-}  // namespace
-
-Assignment evaluate_assignment(const SearchSpace& space, const std::vector<int>& choice) {
+void check_choice(const SearchSpace& space, const std::vector<int>& choice) {
   if (choice.size() != space.groups.size()) {
     fail(ErrorCode::kInvalidArgument, "{} choices for {} groups", choice.size(),
          space.groups.size());
   }
+  for (size_t g = 0; g < choice.size(); ++g) {
+    if (choice[g] < 0 || static_cast<size_t>(choice[g]) >= space.groups[g].choices.size()) {
+      fail(ErrorCode::kInvalidArgument, "group {}: choice {} out of range 0..{}", g, choice[g],
+           space.groups[g].choices.size() - 1);
+    }
+  }
+}
+
+}  // namespace
+
+SearchTable SearchTable::build(const SearchSpace& space) {
   std::map<int, size_t> entry_of_layer;
   for (size_t i = 0; i < space.layers.size(); ++i) entry_of_layer[space.layers[i].layer] = i;
-
-  Assignment a;
-  a.choice = choice;
-  a.pairs.resize(space.layers.size());
-  double memory = 0, error = 0;
+  SearchTable t;
+  t.cost.resize(space.groups.size());
+  t.members.resize(space.groups.size());
   for (size_t g = 0; g < space.groups.size(); ++g) {
     const LayerGroup& group = space.groups[g];
-    if (choice[g] < 0 || static_cast<size_t>(choice[g]) >= group.choices.size()) {
-      fail(ErrorCode::kInvalidArgument, "group {}: choice {} out of range 0..{}", g, choice[g],
-           group.choices.size() - 1);
+    for (const KvPair& pair : group.choices) {
+      GroupChoiceCost cost;
+      for (const int layer : group.layers) {
+        const size_t i = entry_of_layer.at(layer);
+        const size_t c = find_candidate(space.layers[i], pair);
+        const LayerCandidate& cand = space.layers[i].candidates[c];
+        const double w = space.layer_weights.empty() ? 1.0 : space.layer_weights[i];
+        cost.memory += memory_of(cand, space.measure);
+        cost.weighted_error += w * cand.error;
+        cost.error += cand.error;
+        t.members[g].emplace_back(i, c);
+      }
+      t.cost[g].push_back(cost);
     }
-    const KvPair& pair = group.choices[static_cast<size_t>(choice[g])];
-    for (int layer : group.layers) {
-      const size_t i = entry_of_layer.at(layer);
-      const LayerCandidate& c = find_candidate(space.layers[i], pair);
-      const double w = space.layer_weights.empty() ? 1.0 : space.layer_weights[i];
-      memory += memory_of(c, space.measure);
-      error += w * c.error;
-      a.pairs[i] = pair;
-    }
+  }
+  return t;
+}
+
+std::pair<double, double> assignment_objectives(const SearchSpace& space, const SearchTable& table,
+                                                const std::vector<int>& choice) {
+  double memory = 0, weighted = 0, raw = 0;
+  for (size_t g = 0; g < choice.size(); ++g) {
+    const GroupChoiceCost& c = table.cost[g][static_cast<size_t>(choice[g])];
+    memory += c.memory;
+    weighted += c.weighted_error;
+    raw += c.error;
   }
   if (space.measure == MemoryMeasure::kBits && !space.layers.empty()) {
     memory /= static_cast<double>(space.layers.size());
   }
+  return {memory, weighted + space.interaction * raw * raw};
+}
+
+Assignment evaluate_assignment(const SearchSpace& space, const SearchTable& table,
+                               const std::vector<int>& choice) {
+  check_choice(space, choice);
+  Assignment a;
+  a.choice = choice;
+  a.pairs.resize(space.layers.size());
+  for (size_t g = 0; g < space.groups.size(); ++g) {
+    const size_t n_layers = space.groups[g].layers.size();
+    const size_t c = static_cast<size_t>(choice[g]);
+    for (size_t k = 0; k < n_layers; ++k) {
+      const auto [entry, cand] = table.members[g][c * n_layers + k];
+      a.pairs[entry] = space.layers[entry].candidates[cand].pair;
+    }
+  }
+  const auto [memory, error] = assignment_objectives(space, table, choice);
   a.memory = memory;
   a.predicted_error = error;
   a.feasible = memory <= space.budget * (1 + 1e-12);
   return a;
+}
+
+Assignment evaluate_assignment(const SearchSpace& space, const std::vector<int>& choice) {
+  check_choice(space, choice);
+  return evaluate_assignment(space, SearchTable::build(space), choice);
 }
 
 std::vector<int> choices_from_decision_vector(const pagmo::vector_double& x) {
@@ -65,9 +108,10 @@ std::vector<int> choices_from_decision_vector(const pagmo::vector_double& x) {
 }
 
 pagmo::vector_double KvSearchProblem::fitness(const pagmo::vector_double& x) const {
-  const Assignment a = evaluate_assignment(*space_, choices_from_decision_vector(x));
-  if (a.feasible) return {a.memory, a.predicted_error};
-  const double excess = a.memory - space_->budget;
+  const auto [memory, error] =
+      assignment_objectives(*space_, *table_, choices_from_decision_vector(x));
+  if (memory <= space_->budget * (1 + 1e-12)) return {memory, error};
+  const double excess = memory - space_->budget;
   return {kInfeasiblePenalty + excess, kInfeasiblePenalty + excess};
 }
 

@@ -1,9 +1,10 @@
 // The search space and the pagmo2 user-defined problem over it (KVTuner §4.4): one integer
 // variable per layer group — the index of the pair the whole group takes — and two objectives to
-// minimise: memory (mean equivalent bits, or bytes per token) and predicted error (the additive
-// surrogate: sum over layers of weight_l * sensitivity_l(pair)). A memory budget is enforced by a
-// penalty that makes every assignment over budget dominated by every assignment within it
-// (pagmo's NSGA-II accepts no explicit constraints).
+// minimise: memory (bytes per token by default, or mean equivalent bits) and predicted error (the
+// surrogate of surrogate.h: sum over layers of weight_l * sensitivity_l(pair), plus the
+// interaction term). A memory budget is enforced by a penalty that makes every assignment over
+// budget dominated by every assignment within it (pagmo's NSGA-II accepts no explicit
+// constraints).
 #pragma once
 
 #include <limits>
@@ -22,9 +23,26 @@ namespace kvplan::search {
 struct SearchSpace {
   std::vector<LayerCandidates> layers;  // pruned candidates; layers[i].layer is the model layer
   std::vector<LayerGroup> groups;
-  MemoryMeasure measure = MemoryMeasure::kBits;
-  double budget = std::numeric_limits<double>::infinity();  // on `measure`: mean bits / bytes
+  MemoryMeasure measure = MemoryMeasure::kBytes;
+  double budget = std::numeric_limits<double>::infinity();  // on `measure`: bytes / mean bits
   std::vector<double> layer_weights;  // surrogate weight per entry of `layers` (empty = all 1)
+  double interaction = 0;             // gamma of surrogate.h (0: the additive surrogate)
+};
+
+// What one group contributes when it takes one of its choices, summed over its layers.
+struct GroupChoiceCost {
+  double memory = 0;          // bytes, or bits summed over the group's layers
+  double weighted_error = 0;  // sum of w_l * e_l
+  double error = 0;           // sum of e_l (the interaction term's input)
+};
+
+// Every group x choice cost, computed once per space so that an evaluation is one pass over the
+// groups. Throws Error(kInvalidArgument) if a layer lacks one of its group's choices.
+struct SearchTable {
+  std::vector<std::vector<GroupChoiceCost>> cost;  // [group][choice]
+  std::vector<std::vector<std::pair<size_t, size_t>>>
+      members;  // [group] (entry, candidate)[choice]
+  static SearchTable build(const SearchSpace& space);
 };
 
 struct Assignment {
@@ -37,11 +55,18 @@ struct Assignment {
 
 // Throws Error(kInvalidArgument) if a choice is out of range or a layer lacks the chosen pair.
 Assignment evaluate_assignment(const SearchSpace& space, const std::vector<int>& choice);
+Assignment evaluate_assignment(const SearchSpace& space, const SearchTable& table,
+                               const std::vector<int>& choice);
+// The two objectives only (no pairs): the fitness hot path.
+std::pair<double, double> assignment_objectives(const SearchSpace& space, const SearchTable& table,
+                                                const std::vector<int>& choice);
 
 class KvSearchProblem {
  public:
   KvSearchProblem() = default;  // pagmo requires it
-  explicit KvSearchProblem(std::shared_ptr<const SearchSpace> space) : space_(std::move(space)) {}
+  explicit KvSearchProblem(std::shared_ptr<const SearchSpace> space)
+      : space_(std::move(space)),
+        table_(std::make_shared<const SearchTable>(SearchTable::build(*space_))) {}
 
   [[nodiscard]] pagmo::vector_double fitness(const pagmo::vector_double& x) const;
   [[nodiscard]] std::pair<pagmo::vector_double, pagmo::vector_double> get_bounds() const;
@@ -51,6 +76,7 @@ class KvSearchProblem {
 
  private:
   std::shared_ptr<const SearchSpace> space_;
+  std::shared_ptr<const SearchTable> table_;
 };
 
 std::vector<int> choices_from_decision_vector(const pagmo::vector_double& x);

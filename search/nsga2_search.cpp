@@ -51,12 +51,14 @@ std::vector<Assignment> non_dominated(std::vector<Assignment> points) {
   return front;
 }
 
-SearchResult nsga2_front(const SearchSpace& space, const Nsga2Options& options) {
+SearchResult nsga2_front(const SearchSpace& space, const Nsga2Options& options,
+                         const std::vector<std::vector<int>>& seeds) {
   options.validate();
   if (space.groups.empty())
     fail(ErrorCode::kInvalidArgument, "the search space has no layer groups");
   auto shared = std::make_shared<const SearchSpace>(space);
   const pagmo::problem problem{KvSearchProblem(shared)};
+  const SearchTable table = SearchTable::build(space);
 
   // Every pair that all groups offer, applied uniformly, starts in the population: the front then
   // always contains (or dominates) the uniform configurations.
@@ -72,12 +74,22 @@ SearchResult nsga2_front(const SearchSpace& space, const Nsga2Options& options) 
     if (x.size() == space.groups.size()) uniform.push_back(std::move(x));
   }
 
+  std::vector<pagmo::vector_double> initial;
+  const size_t from_seeds = std::min<size_t>(seeds.size(), options.population / 2);
+  for (size_t k = 0; k < from_seeds; ++k) {
+    // Evenly spaced, both ends included.
+    const size_t i = from_seeds == 1 ? 0 : k * (seeds.size() - 1) / (from_seeds - 1);
+    initial.emplace_back(seeds[i].begin(), seeds[i].end());
+  }
+  for (size_t k = 0; k < uniform.size() && k < options.population / 4; ++k) {
+    initial.push_back(uniform[k]);
+  }
+
   pagmo::archipelago archipelago;
   for (unsigned i = 0; i < options.islands; ++i) {
     const unsigned seed = options.seed + 7919u * i;
-    const size_t seeded = std::min<size_t>(uniform.size(), options.population / 2);
-    pagmo::population pop(problem, options.population - seeded, seed);
-    for (size_t k = 0; k < seeded; ++k) pop.push_back(uniform[k]);
+    pagmo::population pop(problem, options.population - initial.size(), seed);
+    for (const pagmo::vector_double& x : initial) pop.push_back(x);
     pagmo::algorithm algorithm{pagmo::nsga2(options.generations, options.crossover, options.eta_c,
                                             options.mutation, options.eta_m, seed)};
     archipelago.push_back(std::move(algorithm), std::move(pop));
@@ -94,7 +106,7 @@ SearchResult nsga2_front(const SearchSpace& space, const Nsga2Options& options) 
     for (const pagmo::vector_double& x : pop.get_x()) {
       std::vector<int> choice = choices_from_decision_vector(x);
       if (!seen.insert(choice).second) continue;
-      points.push_back(evaluate_assignment(space, choice));
+      points.push_back(evaluate_assignment(space, table, choice));
     }
   }
   result.front = non_dominated(std::move(points));

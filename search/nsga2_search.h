@@ -31,7 +31,11 @@ struct SearchResult {
   unsigned evaluations = 0;       // fitness evaluations spent
 };
 
-SearchResult nsga2_front(const SearchSpace& space, const Nsga2Options& options);
+// `seeds` (e.g. the exact front of the additive surrogate) start in every island's population:
+// up to half of it, evenly spaced along the list; the uniform configurations take up to a
+// quarter; the rest is random.
+SearchResult nsga2_front(const SearchSpace& space, const Nsga2Options& options,
+                         const std::vector<std::vector<int>>& seeds = {});
 
 // The feasible non-dominated subset of `points`, distinct by choice, sorted by memory then error.
 std::vector<Assignment> non_dominated(std::vector<Assignment> points);

@@ -1,18 +1,21 @@
 #include "search/surrogate.h"
 
+#include <algorithm>
+
 #include <Eigen/Dense>
 
 #include "core/error.h"
 
 namespace kvplan::search {
 
-std::vector<double> fit_surrogate_weights(const std::vector<Validation>& validations,
-                                          size_t n_layers, const SurrogateFitOptions& options) {
-  std::vector<double> w(n_layers, 1.0);
-  if (validations.empty() || n_layers == 0) return w;
+SurrogateModel fit_surrogate(const std::vector<Validation>& validations, size_t n_layers,
+                             const SurrogateFitOptions& options) {
+  SurrogateModel model{std::vector<double>(n_layers, 1.0), 0.0};
+  if (validations.empty() || n_layers == 0) return model;
   const Eigen::Index n = static_cast<Eigen::Index>(n_layers);
   const Eigen::Index m = static_cast<Eigen::Index>(validations.size());
-  Eigen::MatrixXd e(m, n);
+  const Eigen::Index cols = options.interaction ? n + 1 : n;
+  Eigen::MatrixXd e(m, cols);
   Eigen::VectorXd y(m);
   for (Eigen::Index k = 0; k < m; ++k) {
     const Validation& v = validations[static_cast<size_t>(k)];
@@ -20,25 +23,43 @@ std::vector<double> fit_surrogate_weights(const std::vector<Validation>& validat
       fail(ErrorCode::kInvalidArgument, "validation {} has {} layer errors, expected {}", k,
            v.layer_errors.size(), n_layers);
     }
-    for (Eigen::Index l = 0; l < n; ++l) e(k, l) = v.layer_errors[static_cast<size_t>(l)];
+    double sum = 0;
+    for (Eigen::Index l = 0; l < n; ++l) {
+      e(k, l) = v.layer_errors[static_cast<size_t>(l)];
+      sum += e(k, l);
+    }
+    if (options.interaction) e(k, n) = sum * sum;
     y(k) = v.measured;
   }
-  // Scale lambda to the data so the option means the same for tiny and large errors.
-  const double scale = e.squaredNorm() / static_cast<double>(m * n) + 1e-300;
+  // Scale lambda to the data so the option means the same for tiny and large errors; gamma's
+  // feature has its own magnitude, so its penalty is scaled by its own column.
+  const double scale = e.leftCols(n).squaredNorm() / static_cast<double>(m * n) + 1e-300;
   const double lambda = options.ridge * scale;
-  // Normal equations of the ridge problem around the prior w0 = 1, solved for d = w - 1.
-  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(n);
-  const Eigen::MatrixXd a = e.transpose() * e + lambda * Eigen::MatrixXd::Identity(n, n);
-  const Eigen::VectorXd b = e.transpose() * (y - e * ones);
+  Eigen::VectorXd prior = Eigen::VectorXd::Zero(cols);
+  prior.head(n).setOnes();
+  Eigen::VectorXd penalty = Eigen::VectorXd::Constant(cols, lambda);
+  if (options.interaction) {
+    const double s2 = e.col(n).squaredNorm() / static_cast<double>(m) + 1e-300;
+    penalty(n) = options.ridge * s2;
+  }
+  // Normal equations of the ridge problem around the prior, solved for d = theta - prior.
+  const Eigen::MatrixXd a = e.transpose() * e + Eigen::MatrixXd(penalty.asDiagonal());
+  const Eigen::VectorXd b = e.transpose() * (y - e * prior);
   const Eigen::VectorXd d = a.ldlt().solve(b);
-  for (Eigen::Index l = 0; l < n; ++l) w[static_cast<size_t>(l)] = std::max(0.0, 1.0 + d(l));
-  return w;
+  for (Eigen::Index l = 0; l < n; ++l) {
+    model.weights[static_cast<size_t>(l)] = std::max(0.0, 1.0 + d(l));
+  }
+  if (options.interaction) model.interaction = std::max(0.0, d(n));
+  return model;
 }
 
-double predict(const std::vector<double>& weights, const std::vector<double>& layer_errors) {
-  double s = 0;
-  for (size_t l = 0; l < layer_errors.size(); ++l) s += weights[l] * layer_errors[l];
-  return s;
+double predict(const SurrogateModel& model, const std::vector<double>& layer_errors) {
+  double s = 0, raw = 0;
+  for (size_t l = 0; l < layer_errors.size(); ++l) {
+    s += model.weights[l] * layer_errors[l];
+    raw += layer_errors[l];
+  }
+  return s + model.interaction * raw * raw;
 }
 
 }  // namespace kvplan::search

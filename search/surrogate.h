@@ -1,13 +1,17 @@
-// The additive error surrogate and its refit from real validations.
+// The error surrogate and its refit from real validations.
 //
-// Predicted error of an assignment = sum over layers of w_l * e_l(pair_l), where e_l is the
-// layer's profiled sensitivity (dKL when only that layer is quantized). Layers interact, so the
-// real all-layers KL differs; after each round of real validations the weights are refit by ridge
-// regression towards the prior w = 1:
-//   minimise  sum_k (sum_l w_l e_lk - y_k)^2  +  lambda * sum_l (w_l - 1)^2
-// then projected onto w_l >= 0
-// (a few validations cannot pin down one weight per layer on their own; the prior keeps the
-// surrogate sensible where data are missing).
+// Predicted error of an assignment = sum_l w_l * e_l  +  gamma * (sum_l e_l)^2, where e_l is
+// layer l's profiled sensitivity (dKL with only that layer quantized) for the pair it takes. The
+// first term is additive over layers (a multiple-choice knapsack, solved exactly by
+// exact_front.h); the second models how errors of different layers compound in the real
+// all-layers KL, which makes the objective non-additive (searched by NSGA-II, nsga2_search.h).
+//
+// After each round of real validations, (w, gamma) are refit by ridge regression towards the
+// prior (w = 1, gamma = 0):
+//   minimise  sum_k (sum_l w_l e_lk + gamma S_k^2 - y_k)^2 + lambda (sum_l (w_l - 1)^2 + c gamma^2)
+// with S_k = sum_l e_lk, then projected onto w_l >= 0, gamma >= 0 (a few validations cannot pin
+// down one weight per layer on their own; the prior keeps the surrogate sensible where data are
+// missing).
 #pragma once
 
 #include <cstddef>
@@ -21,13 +25,19 @@ struct Validation {
 };
 
 struct SurrogateFitOptions {
-  double ridge = 1e-2;  // lambda, relative to the mean squared feature magnitude
+  double ridge = 1e-2;      // lambda, relative to the mean squared feature magnitude
+  bool interaction = true;  // fit gamma (false: the additive surrogate alone)
 };
 
-// Refit weights; returns one weight per layer (all 1 when there are no validations).
-std::vector<double> fit_surrogate_weights(const std::vector<Validation>& validations,
-                                          size_t n_layers, const SurrogateFitOptions& options = {});
+struct SurrogateModel {
+  std::vector<double> weights;  // w_l, one per layer entry
+  double interaction = 0;       // gamma
+};
 
-double predict(const std::vector<double>& weights, const std::vector<double>& layer_errors);
+// Refit; weights all 1 and gamma 0 when there are no validations.
+SurrogateModel fit_surrogate(const std::vector<Validation>& validations, size_t n_layers,
+                             const SurrogateFitOptions& options = {});
+
+double predict(const SurrogateModel& model, const std::vector<double>& layer_errors);
 
 }  // namespace kvplan::search

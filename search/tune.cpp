@@ -1,12 +1,17 @@
 #include "search/tune.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "core/hash.h"
 #include "plan/memory_estimate.h"
+#include "search/exact_front.h"
+#include "search/paired_stats.h"
 #include "search/pareto.h"
 
 namespace kvplan::search {
@@ -23,50 +28,65 @@ KvGeometry profile_geometry(const Profile& p) {
   return g;
 }
 
-// Memory of a uniform configuration in the search's measure; nullopt when it cannot pack a layer.
-std::optional<std::pair<double, double>> uniform_memory(const KvGeometry& g, const KvPair& pair,
-                                                        const QuantSettings& s) {
-  double bits = 0, bytes = 0;
-  try {
-    for (int l = 0; l < g.n_layers(); ++l) {
-      bytes += layer_bytes_per_token(g.layers[static_cast<size_t>(l)], pair, s, l).total();
-      bits += pair.nominal_bits(g.layers[static_cast<size_t>(l)].head_dim);
-    }
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  return std::pair{bits / g.n_layers(), bytes};
-}
-
 std::vector<std::string> pair_names(const std::vector<KvPair>& pairs) {
   std::vector<std::string> names;
   for (const KvPair& p : pairs) names.push_back(p.name());
   return names;
 }
 
-}  // namespace
-
-std::vector<LayerCandidates> candidates_from_profile(const Profile& profile,
-                                                     SensitivityMetric metric) {
-  if (!profile.complete()) {
-    fail(ErrorCode::kInvalidArgument,
-         "the profile holds {} of {} cells (a shard?): merge the shards with `kvplan profile "
-         "merge` first",
-         profile.n_present(), profile.n_cells());
+SearchSpace per_layer_space(const std::vector<LayerCandidates>& pruned,
+                            const TuneOptions& options) {
+  SearchSpace space;
+  space.layers = pruned;
+  for (const LayerCandidates& l : pruned) {
+    LayerGroup g{{l.layer}, {}};
+    for (const LayerCandidate& c : l.candidates) g.choices.push_back(c.pair);
+    space.groups.push_back(std::move(g));
   }
-  std::vector<LayerCandidates> layers;
-  for (int l = 0; l < profile.model.num_layers; ++l) {
-    LayerCandidates lc{l, {}};
-    for (size_t c = 0; c < profile.candidates.size(); ++c) {
-      const ProfileCell& cell = *profile.cell(l, c);
-      lc.candidates.push_back(
-          {cell.pair, cell.nominal_bits, cell.key_bytes_per_token + cell.value_bytes_per_token,
-           metric == SensitivityMetric::kDkl ? cell.metrics.dkl : cell.metrics.e_o});
-    }
-    layers.push_back(std::move(lc));
-  }
-  return layers;
+  space.measure = options.measure;
+  space.budget = options.budget;
+  return space;
 }
+
+double best_error_within_budget(const SearchSpace& space) {
+  const ExactFront f = exact_front(space, SearchTable::build(space));
+  return f.points.empty() ? std::numeric_limits<double>::infinity()
+                          : f.points.back().predicted_error;
+}
+
+// Fraction of the exact front's points an NSGA-II run without seeds gets within 0.5 % of (error)
+// at no more memory: how much the exact solver adds over the evolutionary search alone.
+double unseeded_coverage(const SearchSpace& space, const Nsga2Options& options) {
+  SearchSpace additive = space;
+  additive.interaction = 0;
+  const ExactFront exact = exact_front(additive, SearchTable::build(additive));
+  const SearchResult nsga = nsga2_front(additive, options);
+  if (exact.points.empty()) return 1.0;
+  size_t covered = 0;
+  for (const Assignment& e : exact.points) {
+    for (const Assignment& a : nsga.front) {
+      if (a.memory <= e.memory * (1 + 1e-12) && a.predicted_error <= e.predicted_error * 1.005) {
+        ++covered;
+        break;
+      }
+    }
+  }
+  return static_cast<double>(covered) / static_cast<double>(exact.points.size());
+}
+
+json measured_json(const HeldOutKl::Result& r) {
+  return {{"mean_kl", r.mean_kl}, {"top1_agreement", r.top1_agreement}, {"ppl", r.ppl}};
+}
+
+json text_set_json(const TextSet& set) {
+  return {{"source", set.source},
+          {"hash", hash_hex(set.hash)},
+          {"tokens", set.kl->n_tokens()},
+          {"scored", set.kl->n_scored()},
+          {"samples", set.kl->n_prompts()}};
+}
+
+}  // namespace
 
 std::string profile_hash(const Profile& profile) {
   json j = profile_to_json(profile);
@@ -74,37 +94,124 @@ std::string profile_hash(const Profile& profile) {
   return hash_hex(hash64(j.dump()));
 }
 
-TuneOutput tune_plan(const Profile& profile, const HeldOutKl& held_out,
-                     const std::string& held_out_source, uint64_t held_out_hash,
-                     const TuneOptions& options) {
-  TuneOutput out;
-  SearchSpace space;
-  for (const LayerCandidates& l : candidates_from_profile(profile, options.metric)) {
-    space.layers.push_back({l.layer, pareto_front(l.candidates, options.measure)});
+TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const TextSet& report,
+                     const TuneOptions& given) {
+  TuneOptions options = given;
+  if (options.max_effective_bits > 0) {
+    options.measure = MemoryMeasure::kBytes;
+    options.budget = options.max_effective_bits * values_per_token(profile) / 8;
+    options.budget_description += fmt::format(" = {:.1f} bytes per token", options.budget);
   }
-  out.groups = group_layers(space.layers, options.dbscan);
-  spdlog::info("{} layers in {} groups:\n{}", space.layers.size(), out.groups.size(),
-               describe_groups(out.groups));
-  space.groups = out.groups;
-  space.measure = options.measure;
-  space.budget = options.budget;
+  TuneOutput out;
+  const std::vector<LayerCandidates> all = candidates_from_profile(profile, options.metric);
+  std::vector<LayerCandidates> pruned;
+  for (const LayerCandidates& l : all) {
+    pruned.push_back({l.layer, pareto_front(l.candidates, options.measure)});
+  }
+  SearchSpace space = per_layer_space(pruned, options);
+  {
+    const double floor = minimum_memory(space, SearchTable::build(space));
+    if (floor > options.budget * (1 + 1e-12)) {
+      fail(ErrorCode::kInvalidArgument,
+           "budget {}: the smallest possible plan takes {} {} (every layer in its smallest "
+           "candidate)",
+           options.budget_description, floor,
+           options.measure == MemoryMeasure::kBytes ? "bytes per token" : "equivalent bits");
+    }
+  }
 
-  // Every real evaluation goes through one cache: baselines and validations share measurements.
-  std::map<std::vector<std::string>, HeldOutKl::Result> measured;
-  const auto measure_full = [&](const std::vector<KvPair>& pairs) -> const HeldOutKl::Result& {
+  // Layer clustering, priced against the exact per-layer front at the budget.
+  out.groups = space.groups;
+  if (options.cluster != ClusterMode::kOff) {
+    SearchSpace grouped = space;
+    grouped.groups = group_layers(pruned, options.dbscan);
+    const double exact = best_error_within_budget(space);
+    const double clustered = best_error_within_budget(grouped);
+    const double cost = exact > 0 ? clustered / exact - 1 : 0;
+    const bool use = options.cluster == ClusterMode::kOn ||
+                     (cost < 0.01 && grouped.groups.size() < space.groups.size());
+    out.cluster_note = fmt::format(
+        "DBSCAN groups {} layers into {} groups; at the budget their best predicted error is "
+        "{:+.2f} % against the exact per-layer front: {}",
+        space.layers.size(), grouped.groups.size(), 100 * cost, use ? "used" : "not used");
+    spdlog::info("{}", out.cluster_note);
+    if (use) space.groups = grouped.groups, out.groups = grouped.groups;
+  }
+
+  // Every real evaluation goes through one cache per text set.
+  std::map<std::vector<std::string>, HeldOutKl::Result> on_selection, on_report;
+  const auto measure_on = [](const TextSet& set, auto& cache,
+                             const std::vector<KvPair>& pairs) -> const HeldOutKl::Result& {
     const std::vector<std::string> key = pair_names(pairs);
-    auto it = measured.find(key);
-    if (it == measured.end()) it = measured.emplace(key, held_out.measure(pairs)).first;
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, set.kl->measure(pairs)).first;
     return it->second;
   };
+
+  // The best-predicted uniform configurations compete with the searched plans on selection.
+  const std::vector<UniformConfig> uniforms = uniform_configs(all);
+  const auto memory_of_uniform = [&](const UniformConfig& u) {
+    return options.measure == MemoryMeasure::kBytes ? u.bytes_per_token : u.equivalent_bits;
+  };
+  std::vector<ExtraPlan> extra;
+  for (const UniformConfig& u : uniforms) {
+    if (static_cast<int>(extra.size()) == options.uniform_validations) break;
+    if (memory_of_uniform(u) > options.budget * (1 + 1e-12)) continue;
+    extra.push_back({"uniform " + u.pair.name(), std::vector<KvPair>(all.size(), u.pair),
+                     memory_of_uniform(u), u.layer_errors});
+  }
   out.loop = run_validation_loop(
-      space, options.search, [&](const std::vector<KvPair>& p) { return measure_full(p).mean_kl; },
-      options.loop);
+      space, options.search,
+      [&](const std::vector<KvPair>& p) { return measure_on(selection, on_selection, p).mean_kl; },
+      options.loop, extra);
+  {
+    std::vector<double> predicted, measured;
+    for (const MeasuredPlan& m : out.loop.measured) {
+      predicted.push_back(m.assignment.predicted_error);
+      measured.push_back(m.measured);
+    }
+    out.rank_correlation = spearman_rank_correlation(predicted, measured);
+  }
+  SearchSpace final_space = space;
+  final_space.layer_weights = out.loop.surrogate.weights;
+  final_space.interaction = out.loop.surrogate.interaction;
+  out.nsga_exact_coverage = unseeded_coverage(final_space, options.search);
 
-  // The final front under the refit surrogate, for the plan and the report.
-  space.layer_weights = out.loop.weights;
-  const SearchResult final_front = nsga2_front(space, options.search);
+  // The report text: the chosen plan and the uniform baselines, never used to choose.
+  const MeasuredPlan& chosen = out.loop.chosen;
+  out.plan_report = measure_on(report, on_report, chosen.assignment.pairs);
+  std::set<std::string> to_measure;
+  int by_prediction = 0;
+  for (const UniformConfig& u : uniforms) {
+    if (memory_of_uniform(u) > options.budget * (1 + 1e-12)) continue;
+    if (options.report_baselines == 0 || by_prediction < options.report_baselines) {
+      to_measure.insert(u.pair.name());
+      ++by_prediction;
+    }
+  }
+  for (const std::string& name : options.reference_baselines)
+    to_measure.insert(KvPair::parse(name).name());
+  for (const MeasuredPlan& m : out.loop.measured) {
+    if (!m.name.empty()) to_measure.insert(m.assignment.pairs.front().name());
+  }
+  for (const UniformConfig& u : uniforms) {
+    BaselineResult b;
+    b.config = u;
+    b.within_budget = memory_of_uniform(u) <= options.budget * (1 + 1e-12);
+    b.measured = b.within_budget && to_measure.contains(u.pair.name());
+    if (b.measured) {
+      b.report = measure_on(report, on_report, std::vector<KvPair>(all.size(), u.pair));
+      const PairedInterval ci = paired_bootstrap(out.plan_report.kl_sums, b.report.kl_sums,
+                                                 out.plan_report.scored_per_prompt,
+                                                 options.bootstrap_resamples, options.search.seed);
+      b.diff = ci.mean_difference;
+      b.diff_low = ci.low;
+      b.diff_high = ci.high;
+    }
+    out.baselines.push_back(std::move(b));
+  }
 
+  // plan.json
   Plan& plan = out.plan;
   plan.tool_version = options.tool_version;
   plan.created = options.created;
@@ -118,46 +225,68 @@ TuneOutput tune_plan(const Profile& profile, const HeldOutKl& held_out,
   for (size_t g = 0; g < out.groups.size(); ++g) {
     for (int l : out.groups[g].layers) group_of_layer[l] = static_cast<int>(g);
   }
-  const Assignment& chosen = out.loop.chosen.assignment;
   for (size_t i = 0; i < space.layers.size(); ++i) {
     const int l = space.layers[i].layer;
-    plan.layers.push_back({l, group_of_layer.at(l), chosen.pairs[i]});
+    plan.layers.push_back({l, group_of_layer.at(l), chosen.assignment.pairs[i]});
   }
 
-  const HeldOutKl::Result& q = measure_full(chosen.pairs);
-  const json data = {{"source", held_out_source},
-                     {"hash", hash_hex(held_out_hash)},
-                     {"tokens", held_out.n_tokens()},
-                     {"scored", q.scored}};
+  const BaselineResult* best = nullptr;
+  for (const BaselineResult& b : out.baselines) {
+    if (b.measured && (best == nullptr || b.report.mean_kl < best->report.mean_kl)) best = &b;
+  }
+  const HeldOutKl::Result& q = out.plan_report;
+  const HeldOutKl::Result& qs = on_selection.at(pair_names(chosen.assignment.pairs));
   plan.quality = {{"metric", "mean KL(exact || quantized) of next-token distributions, nats"},
                   {"mean_kl", q.mean_kl},
                   {"top1_agreement", q.top1_agreement},
                   {"ppl", q.ppl},
                   {"ppl_exact_kv", q.ppl_exact},
-                  {"predicted_error", chosen.predicted_error},
+                  {"predicted_error", chosen.assignment.predicted_error},
                   {"validated", true},
-                  {"data", data}};
-
-  const KvGeometry geometry = plan.model.geometry;
-  plan.baselines = json::array();
-  for (const std::string& name : options.baselines) {
-    const KvPair pair = KvPair::parse(name);
-    const auto memory = uniform_memory(geometry, pair, plan.quantization);
-    if (!memory) continue;
-    const double m = options.measure == MemoryMeasure::kBits ? memory->first : memory->second;
-    const HeldOutKl::Result& r = measure_full(std::vector<KvPair>(space.layers.size(), pair));
-    plan.baselines.push_back({{"kv", pair.name()},
-                              {"equivalent_bits", memory->first},
-                              {"bytes_per_token", memory->second},
-                              {"within_budget", m <= options.budget * (1 + 1e-12)},
-                              {"mean_kl", r.mean_kl},
-                              {"top1_agreement", r.top1_agreement},
-                              {"ppl", r.ppl}});
+                  {"chosen_as", chosen.name.empty() ? "searched plan" : chosen.name},
+                  {"data", text_set_json(report)},
+                  {"selection", text_set_json(selection)},
+                  {"selection_mean_kl", qs.mean_kl},
+                  {"rank_correlation_predicted_measured",
+                   std::isfinite(out.rank_correlation) ? json(out.rank_correlation) : json()}};
+  if (best != nullptr) {
+    plan.quality["best_uniform"] = {
+        {"kv", best->config.pair.name()},        {"mean_kl", best->report.mean_kl},
+        {"kl_difference", best->diff},           {"kl_difference_low", best->diff_low},
+        {"kl_difference_high", best->diff_high}, {"ratio", q.mean_kl / best->report.mean_kl}};
   }
 
+  const double values = values_per_token(profile);
+  plan.baselines = json::array();
+  json listed = json::array();
+  for (const BaselineResult& b : out.baselines) {
+    if (!b.within_budget) continue;
+    json entry = {{"kv", b.config.pair.name()},
+                  {"key", b.config.pair.key.name()},
+                  {"value", b.config.pair.value.name()},
+                  {"equivalent_bits", b.config.equivalent_bits},
+                  {"effective_bits", 8 * b.config.bytes_per_token / values},
+                  {"bytes_per_token", b.config.bytes_per_token},
+                  {"within_budget", true},
+                  {"predicted_error", b.config.predicted_error}};
+    if (!b.measured) {
+      listed.push_back(entry);
+      continue;
+    }
+    entry.update(measured_json(b.report));
+    const char* verdict = b.diff_high < 0  ? "plan lower"
+                          : b.diff_low > 0 ? "plan higher"
+                                           : "no difference";
+    entry["kl_difference"] = {{"plan_minus_baseline", b.diff},
+                              {"low", b.diff_low},
+                              {"high", b.diff_high},
+                              {"verdict", verdict}};
+    plan.baselines.push_back(entry);
+  }
+
+  // The fronts: exact (additive surrogate) and NSGA-II's (corrected surrogate), last round.
   plan.pareto_front = json::array();
-  for (const Assignment& a : final_front.front) {
-    json point = {{"memory", a.memory}, {"predicted_error", a.predicted_error}};
+  const auto front_point = [&](const Assignment& a, const char* source) {
     double bits = 0, bytes = 0;
     for (size_t i = 0; i < space.layers.size(); ++i) {
       for (const LayerCandidate& c : space.layers[i].candidates) {
@@ -167,42 +296,62 @@ TuneOutput tune_plan(const Profile& profile, const HeldOutKl& held_out,
         }
       }
     }
-    point["equivalent_bits"] = bits / static_cast<double>(space.layers.size());
-    point["bytes_per_token"] = bytes;
-    if (const auto it = measured.find(pair_names(a.pairs)); it != measured.end()) {
+    json point = {{"source", source},
+                  {"memory", a.memory},
+                  {"predicted_error", a.predicted_error},
+                  {"equivalent_bits", bits / static_cast<double>(space.layers.size())},
+                  {"bytes_per_token", bytes}};
+    if (const auto it = on_selection.find(pair_names(a.pairs)); it != on_selection.end()) {
       point["mean_kl"] = it->second.mean_kl;
+      point["layers"] = pair_names(a.pairs);
     }
-    point["layers"] = pair_names(a.pairs);
-    plan.pareto_front.push_back(point);
-  }
+    return point;
+  };
+  for (const Assignment& a : out.loop.exact.points)
+    plan.pareto_front.push_back(front_point(a, "exact"));
+  for (const Assignment& a : out.loop.nsga.front)
+    plan.pareto_front.push_back(front_point(a, "nsga2"));
 
   json groups = json::array();
-  for (const LayerGroup& g : out.groups)
-    groups.push_back({{"layers", g.layers}, {"choices", pair_names(g.choices)}});
+  for (const LayerGroup& g : out.groups) groups.push_back({{"layers", g.layers}});
   json validations = json::array();
   for (const MeasuredPlan& m : out.loop.measured) {
     validations.push_back({{"round", m.round},
+                           {"plan", m.name.empty() ? "searched" : m.name},
                            {"memory", m.assignment.memory},
                            {"predicted_error", m.assignment.predicted_error},
                            {"mean_kl", m.measured}});
   }
   plan.provenance = {
-      {"algorithm", "NSGA-II (pagmo2) over DBSCAN layer groups, validated on the real model"},
+      {"algorithm",
+       "exact front of the additive surrogate (multiple-choice knapsack DP) + NSGA-II (pagmo2) "
+       "on the corrected surrogate, validated on the selection text"},
       {"sensitivity", options.metric == SensitivityMetric::kDkl ? "dkl" : "e_o"},
       {"memory_measure",
        options.measure == MemoryMeasure::kBits ? "equivalent_bits" : "bytes_per_token"},
       {"budget", options.budget_description},
+      {"budget_value", options.budget},
       {"seed", options.search.seed},
       {"population", options.search.population},
       {"generations", options.search.generations},
       {"islands", options.search.islands},
-      {"surrogate_evaluations", out.loop.search_evaluations + final_front.evaluations},
-      {"real_evaluations", measured.size()},
+      {"surrogate_evaluations", out.loop.search_evaluations},
+      {"real_evaluations", on_selection.size() + on_report.size()},
+      {"selection_evaluations", on_selection.size()},
+      {"report_evaluations", on_report.size()},
       {"validation_rounds", out.loop.rounds},
+      {"exact_front_points", out.loop.exact.points.size()},
+      {"exact_front_states", out.loop.exact.states},
+      {"exact_front_seconds", out.loop.exact.seconds},
+      {"nsga2_front_points", out.loop.nsga.front.size()},
+      {"unseeded_nsga2_coverage_of_exact_front", out.nsga_exact_coverage},
+      {"clustering", out.cluster_note.empty() ? "off" : out.cluster_note},
       {"dbscan", {{"eps", options.dbscan.eps}, {"min_samples", options.dbscan.min_samples}}},
       {"groups", groups},
       {"validations", validations},
-      {"surrogate_weights", out.loop.weights},
+      {"uniform_not_measured_on_report", listed},
+      {"surrogate_weights", out.loop.surrogate.weights},
+      {"surrogate_interaction", out.loop.surrogate.interaction},
       {"profile",
        {{"hash", profile_hash(profile)},
         {"calibration_hash", profile.calibration.hash},

@@ -1,9 +1,10 @@
-// From a profile to a validated plan (ARCHITECTURE §1, KVTuner §4): intra-layer Pareto pruning,
-// layer grouping, NSGA-II over the surrogate under a memory budget, the validation loop on the real
-// model, uniform baselines measured the same way, and the plan.json that ships to serving.
+// From a profile to a validated plan (ARCHITECTURE §1): intra-layer Pareto pruning, the exact
+// front of the additive surrogate, NSGA-II on the corrected surrogate, the validation loop on the
+// SELECTION text, then the chosen plan and the uniform baselines measured on the REPORT text
+// (never used to choose) with paired bootstrap intervals — and the plan.json that ships.
 //
-//   TuneOptions opt;  opt.budget = 4.0;  // mean equivalent bits
-//   TuneOutput out = tune_plan(profile, held_out, opt);
+//   TuneOptions opt;  opt.budget = 6480;  // bytes per token
+//   TuneOutput out = tune_plan(profile, selection, report, opt);
 //   write_plan("plan.json", out.plan);
 #pragma once
 
@@ -15,43 +16,67 @@
 #include "profile/profile_data.h"
 #include "search/held_out_kl.h"
 #include "search/layer_groups.h"
+#include "search/profile_space.h"
 #include "search/validation_loop.h"
 
 namespace kvplan::search {
 
-enum class SensitivityMetric { kDkl, kEo };
+enum class ClusterMode { kOff, kOn, kAuto };  // auto: on only when it costs < 1 % at the budget
 
 struct TuneOptions {
   SensitivityMetric metric = SensitivityMetric::kDkl;
-  MemoryMeasure measure = MemoryMeasure::kBits;
+  MemoryMeasure measure = MemoryMeasure::kBytes;
   double budget = std::numeric_limits<double>::infinity();  // on `measure`
-  std::string budget_description;                           // as the user gave it, for provenance
+  // > 0: the budget in effective bits per value; tune_plan turns it into bytes per token.
+  double max_effective_bits = 0;
+  std::string budget_description;  // as the user gave it, for provenance
+  ClusterMode cluster = ClusterMode::kAuto;
   DbscanOptions dbscan;
   Nsga2Options search;
   ValidationLoopOptions loop;
-  // Uniform configurations measured like the plan; those that cannot pack the model are skipped.
-  std::vector<std::string> baselines = {"KV8", "K8V4",      "KV4",       "K4V2",
-                                        "KV2", "q8_0/q8_0", "q8_0/q4_0", "q4_0/q4_0"};
+  int uniform_validations = 2;  // best-predicted uniform configurations measured on SELECTION
+  int report_baselines = 8;     // uniform configurations within budget measured on REPORT (0: all)
+  // Also measured on REPORT when within the budget: the engines' and KVTuner's usual settings.
+  std::vector<std::string> reference_baselines = {
+      "q8_0/q8_0", "q4_0/q4_0", "q8_0/q4_0", "KV8", "K8V4", "KV4", "K4V2", "KV2", "iq4_nl/iq4_nl"};
+  int bootstrap_resamples = 2000;
   std::string tool_version;
   std::string created;
+};
+
+// A text set the tuning measures on, with its exact-KV reference computed once.
+struct TextSet {
+  const HeldOutKl* kl = nullptr;
+  std::string source;  // file name only: the plan must not depend on where the checkout is
+  uint64_t hash = 0;
+};
+
+// One uniform configuration as measured on the report text.
+struct BaselineResult {
+  UniformConfig config;
+  bool within_budget = false;
+  bool measured = false;
+  HeldOutKl::Result report;
+  double diff = 0, diff_low = 0, diff_high = 0;  // plan - baseline mean KL, 95 % interval
 };
 
 struct TuneOutput {
   Plan plan;
   TuneResult loop;
   std::vector<LayerGroup> groups;
+  std::string cluster_note;  // what clustering costs against the exact front
+  HeldOutKl::Result plan_report;
+  std::vector<BaselineResult> baselines;  // every uniform configuration, by predicted error
+  double rank_correlation = 0;            // Spearman, predicted vs measured (selection)
+  double nsga_exact_coverage = 0;         // fraction of the exact front an unseeded NSGA-II finds
 };
-
-// The search's view of a complete profile: per layer, every candidate's bits, bytes and error.
-// Throws Error(kInvalidArgument) for an incomplete profile (a shard: merge first).
-std::vector<LayerCandidates> candidates_from_profile(const Profile& profile,
-                                                     SensitivityMetric metric);
 
 // The profile's identity hash: its bytes without the machine-dependent timings.
 std::string profile_hash(const Profile& profile);
 
-TuneOutput tune_plan(const Profile& profile, const HeldOutKl& held_out,
-                     const std::string& held_out_source, uint64_t held_out_hash,
+// Throws Error(kInvalidArgument) with the smallest feasible bytes per token when the budget is
+// below every plan, and for an incomplete profile.
+TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const TextSet& report,
                      const TuneOptions& options);
 
 }  // namespace kvplan::search

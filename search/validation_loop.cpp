@@ -38,36 +38,65 @@ std::vector<double> layer_errors(const SearchSpace& space, const Assignment& ass
   return errors;
 }
 
+std::vector<Assignment> merged_front(const ExactFront& exact, const SearchResult& nsga) {
+  std::vector<Assignment> all = exact.points;
+  all.insert(all.end(), nsga.front.begin(), nsga.front.end());
+  std::set<std::vector<int>> seen;
+  std::erase_if(all, [&](const Assignment& a) { return !seen.insert(a.choice).second; });
+  return non_dominated(std::move(all));
+}
+
 TuneResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
-                               const MeasureFn& measure, const ValidationLoopOptions& options) {
+                               const MeasureFn& measure, const ValidationLoopOptions& options,
+                               const std::vector<ExtraPlan>& extra) {
   options.validate();
   TuneResult result;
-  result.weights.assign(space.layers.size(), 1.0);
+  result.surrogate = fit_surrogate({}, space.layers.size(), options.fit);
   std::vector<Validation> validations;
   std::set<std::vector<int>> measured_choices;
   double best = 0;
   for (int round = 1; round <= options.max_rounds; ++round) {
-    space.layer_weights = result.weights;
-    result.last_search = nsga2_front(space, search);
-    result.search_evaluations += result.last_search.evaluations;
+    space.layer_weights = result.surrogate.weights;
+    space.interaction = result.surrogate.interaction;
+    const SearchTable table = SearchTable::build(space);
+    result.exact = exact_front(space, table);
+    std::vector<std::vector<int>> seeds;
+    for (const Assignment& a : result.exact.points) seeds.push_back(a.choice);
+    result.nsga = nsga2_front(space, search, seeds);
+    result.search_evaluations += result.nsga.evaluations;
     result.rounds = round;
-    if (result.last_search.front.empty()) {
+    std::vector<Assignment> order = merged_front(result.exact, result.nsga);
+    if (order.empty()) {
       fail(ErrorCode::kResourceExhausted, "no plan fits the memory budget {}", space.budget);
     }
     // Most promising first: lowest predicted error under the current surrogate.
-    std::vector<Assignment> order = result.last_search.front;
     std::stable_sort(order.begin(), order.end(), [](const Assignment& a, const Assignment& b) {
       return a.predicted_error < b.predicted_error;
     });
     int measured_now = 0;
-    for (const Assignment& a : order) {
-      if (measured_now == options.plans_per_round ||
-          static_cast<int>(result.measured.size()) == options.max_evaluations) {
-        break;
+    const auto budget_left = [&] {
+      return static_cast<int>(result.measured.size()) < options.max_evaluations;
+    };
+    if (round == 1) {
+      for (const ExtraPlan& x : extra) {
+        if (!budget_left()) break;
+        if (x.memory > space.budget * (1 + 1e-12)) continue;
+        Assignment a;
+        a.pairs = x.pairs;
+        a.memory = x.memory;
+        a.predicted_error = predict(result.surrogate, x.layer_errors);
+        const double y = measure(a.pairs);
+        result.measured.push_back({a, x.name, y, round});
+        validations.push_back({x.layer_errors, y});
+        spdlog::info("round {}: {} at {:.3f} predicted {:.5f}, measured {:.5f}", round, x.name,
+                     a.memory, a.predicted_error, y);
       }
+    }
+    for (const Assignment& a : order) {
+      if (measured_now == options.plans_per_round || !budget_left()) break;
       if (!measured_choices.insert(a.choice).second) continue;
       const double y = measure(a.pairs);
-      result.measured.push_back({a, y, round});
+      result.measured.push_back({a, "", y, round});
       validations.push_back({layer_errors(space, a), y});
       ++measured_now;
       spdlog::info("round {}: plan at {:.3f} predicted {:.5f}, measured {:.5f}", round, a.memory,
@@ -79,11 +108,8 @@ TuneResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
     const double new_best = best_it->measured;
     const bool improved = round == 1 || new_best < best * (1 - options.min_improvement);
     best = std::min(round == 1 ? new_best : best, new_best);
-    result.weights = fit_surrogate_weights(validations, space.layers.size(), options.fit);
-    if (!improved || measured_now == 0 ||
-        static_cast<int>(result.measured.size()) >= options.max_evaluations) {
-      break;
-    }
+    result.surrogate = fit_surrogate(validations, space.layers.size(), options.fit);
+    if (!improved || measured_now == 0 || !budget_left()) break;
   }
   result.chosen = *std::min_element(
       result.measured.begin(), result.measured.end(),

@@ -1,14 +1,19 @@
-// The validation loop of `kvplan tune`: search the surrogate, measure the most promising plans on
-// the real model, refit the surrogate, and repeat until the best measured plan stops improving or
-// the evaluation budget is spent. Real evaluations go only where they decide.
+// The validation loop of `kvplan tune`: each round solves the additive surrogate exactly
+// (exact_front.h), lets NSGA-II search the corrected, non-additive surrogate seeded with that
+// front, measures the most promising plans on the real model (the selection text), refits the
+// surrogate (surrogate.h) and repeats until the best measured plan stops improving or the
+// evaluation budget is spent. Extra plans (e.g. the best uniform configurations) are measured in
+// the first round and compete on equal terms: the chosen plan is the lowest measured error.
 //
-//   TuneResult r = run_validation_loop(space, nsga2_options, measure_kl, loop_options);
+//   TuneResult r = run_validation_loop(space, nsga2_options, measure_kl, loop_options, extra);
 //   r.chosen;  // the validated plan with the lowest measured error within the budget
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
+#include "search/exact_front.h"
 #include "search/nsga2_search.h"
 #include "search/surrogate.h"
 
@@ -17,19 +22,28 @@ namespace kvplan::search {
 struct ValidationLoopOptions {
   int max_rounds = 4;
   int plans_per_round = 3;        // lowest predicted error first, never the same plan twice
-  int max_evaluations = 12;       // real evaluations in all
+  int max_evaluations = 12;       // real evaluations in all (extra plans included)
   double min_improvement = 0.01;  // stop when the best measured error improves by less (relative)
   SurrogateFitOptions fit;
 
   void validate() const;
 };
 
-// Measures the real error (e.g. mean KL vs exact KV on held-out prompts) of per-layer pairs, one
-// per entry of SearchSpace::layers.
+// Measures the real error (e.g. mean KL vs exact KV on the selection prompts) of per-layer pairs,
+// one per entry of SearchSpace::layers.
 using MeasureFn = std::function<double(const std::vector<KvPair>& pairs)>;
 
+// A plan from outside the searched space (its pairs may have been pruned from some layers).
+struct ExtraPlan {
+  std::string name;                  // e.g. "uniform q4_0/q5_0"
+  std::vector<KvPair> pairs;         // per entry of SearchSpace::layers
+  double memory = 0;                 // in the space's measure
+  std::vector<double> layer_errors;  // e_l per entry, for the refit
+};
+
 struct MeasuredPlan {
-  Assignment assignment;
+  Assignment assignment;  // choice is empty for an extra plan
+  std::string name;       // the extra plan's name; empty for searched plans
   double measured = 0;
   int round = 0;
 };
@@ -37,8 +51,9 @@ struct MeasuredPlan {
 struct TuneResult {
   MeasuredPlan chosen;
   std::vector<MeasuredPlan> measured;  // every real evaluation, in order
-  std::vector<double> weights;         // the final surrogate weights, per layer entry
-  SearchResult last_search;            // the last round's front (searched before the final refit)
+  SurrogateModel surrogate;            // the final refit
+  ExactFront exact;                    // the last round's exact front (additive surrogate)
+  SearchResult nsga;                   // the last round's NSGA-II front (corrected surrogate)
   int rounds = 0;
   unsigned search_evaluations = 0;  // surrogate evaluations over all rounds
 };
@@ -46,8 +61,13 @@ struct TuneResult {
 // Per-layer sensitivities of an assignment, the surrogate's features.
 std::vector<double> layer_errors(const SearchSpace& space, const Assignment& assignment);
 
+// The searched candidates of one round: the exact front and NSGA-II's, non-dominated under the
+// full objective, within the budget.
+std::vector<Assignment> merged_front(const ExactFront& exact, const SearchResult& nsga);
+
 // Throws Error(kResourceExhausted) if no plan within the budget exists.
 TuneResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
-                               const MeasureFn& measure, const ValidationLoopOptions& options);
+                               const MeasureFn& measure, const ValidationLoopOptions& options,
+                               const std::vector<ExtraPlan>& extra = {});
 
 }  // namespace kvplan::search

@@ -107,9 +107,12 @@ Heatmap heatmap(const Profile& p, bool dkl) {
   return h;
 }
 
-std::optional<size_t> candidate_index(const Profile& p, const KvPair& pair) {
-  for (size_t c = 0; c < p.candidates.size(); ++c) {
-    if (p.candidates[c] == pair) return c;
+// A pair's sensitivity in one layer of the search's view (a side profile's pairs are sums).
+std::optional<double> pair_error(const std::vector<search::LayerCandidates>& view, size_t layer,
+                                 const KvPair& pair) {
+  if (layer >= view.size()) return std::nullopt;
+  for (const search::LayerCandidate& c : view[layer].candidates) {
+    if (c.pair == pair) return c.error;
   }
   return std::nullopt;
 }
@@ -190,14 +193,14 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   // The search's own view of the profile; it refuses an incomplete (shard) profile.
   const JsonReader r(named_plan.file_name);
   const std::string metric = r.string(plan.provenance, "sensitivity", "provenance");
-  std::vector<search::LayerCandidates> search_view;
+  std::vector<search::LayerCandidates> search_view, dkl_view, e_o_view;
   try {
-    search_view =
-        search::candidates_from_profile(profile, metric == "e_o" ? search::SensitivityMetric::kEo
-                                                                 : search::SensitivityMetric::kDkl);
+    dkl_view = search::candidates_from_profile(profile, search::SensitivityMetric::kDkl);
+    e_o_view = search::candidates_from_profile(profile, search::SensitivityMetric::kEo);
   } catch (const Error& e) {
     fail(e.code(), "{}: {}", named_profile.file_name, e.what());
   }
+  search_view = metric == "e_o" ? e_o_view : dkl_view;
 
   ReportData d;
   d.profile_file = named_profile.file_name;
@@ -222,10 +225,8 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
         layer_bytes_per_token(g.layers[l], pl.pair, plan.quantization, static_cast<int>(l));
     row.key_bytes_per_token = bytes.key;
     row.value_bytes_per_token = bytes.value;
-    if (const auto c = candidate_index(profile, pl.pair)) {
-      row.dkl = d.dkl.values[l][*c];
-      row.e_o = d.e_o.values[l][*c];
-    }
+    if (const auto e = pair_error(dkl_view, l, pl.pair)) row.dkl = *e;
+    if (const auto e = pair_error(e_o_view, l, pl.pair)) row.e_o = *e;
     if (!weights.empty()) row.surrogate_weight = weights[l];
     d.layers.push_back(row);
   }
@@ -262,13 +263,19 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     p.mean_kl = r.required_number(b, "mean_kl", where);
     p.top1_agreement = r.number(b, "top1_agreement", where).value_or(0);
     p.ppl = r.number(b, "ppl", where).value_or(0);
-    // The same additive surrogate the search ranked its front with, on the uniform assignment.
-    if (const auto c = candidate_index(profile, pair); c && !weights.empty()) {
+    // The surrogate the search ranked its front with, on the uniform assignment.
+    if (const auto recorded = r.number(b, "predicted_error", where)) {
+      p.predicted_error = *recorded;
+    } else if (!weights.empty()) {
       std::vector<double> errors;
-      for (const search::LayerCandidates& layer : search_view) {
-        errors.push_back(layer.candidates[*c].error);
+      for (size_t l = 0; l < search_view.size(); ++l) {
+        if (const auto e = pair_error(search_view, l, pair)) errors.push_back(*e);
       }
-      p.predicted_error = search::predict(weights, errors);
+      if (errors.size() == search_view.size()) {
+        const double gamma =
+            r.number(plan.provenance, "surrogate_interaction", "provenance").value_or(0.0);
+        p.predicted_error = search::predict({weights, gamma}, errors);
+      }
     }
     d.baselines.push_back(p);
   }

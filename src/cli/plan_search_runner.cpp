@@ -1,5 +1,6 @@
 #include "cli/plan_search_runner.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -11,12 +12,117 @@
 #include "model/transformer.h"
 #include "plan/plan.h"
 #include "profile/calibration.h"
+#include "profile/text_overlap.h"
 #include "search/held_out_kl.h"
 
 namespace kvplan::cli {
+namespace {
+
+std::string file_name(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+void refuse_overlap(const CalibrationSet& a, const CalibrationSet& b) {
+  const TextOverlap o = find_text_overlap(a.prompts, b.prompts);
+  if (!o.overlaps) return;
+  const auto item = [](const CalibrationSet& s, size_t prompt) {
+    return s.sample_of.empty() ? static_cast<int>(prompt) + 1 : s.sample_of[prompt] + 1;
+  };
+  fail(ErrorCode::kInvalidArgument,
+       "{} (sample {}) and {} (sample {}) overlap: {}; the calibration, selection and report "
+       "texts must be disjoint (--allow-overlap to accept it)",
+       a.source, item(a, o.sample_a), b.source, item(b, o.sample_b), o.reason);
+}
+
+void print_result(const search::TuneOutput& out, const search::TuneOptions& options,
+                  const std::string& output, const std::string& selection_file,
+                  const std::string& report_file) {
+  const Plan& plan = out.plan;
+  const PlanSummary s = summarize_plan(plan);
+  const nlohmann::json& q = plan.quality;
+  const nlohmann::json& pv = plan.provenance;
+  std::printf("plan        %s (budget: %s)\n", output.c_str(),
+              pv.value("budget", options.budget_description).c_str());
+  std::printf("layers      ");
+  for (const PlanLayer& l : plan.layers) std::printf("%s ", l.pair.name().c_str());
+  std::printf(
+      "\nmemory      %.0f B/token, %.3f effective bits (%.3f nominal), %.2fx less than bf16\n",
+      s.bytes_per_token, s.effective_bits, s.equivalent_bits, s.compression_ratio);
+  std::printf("chosen      %s, mean KL %.6f on %s (selection)\n",
+              q["chosen_as"].get<std::string>().c_str(), q["selection_mean_kl"].get<double>(),
+              selection_file.c_str());
+  std::printf("quality     mean KL %.6f, top-1 %.2f %%, PPL %.4f (exact KV %.4f) on %s (report)\n",
+              q["mean_kl"].get<double>(), 100 * q["top1_agreement"].get<double>(),
+              q["ppl"].get<double>(), q["ppl_exact_kv"].get<double>(), report_file.c_str());
+  std::printf(
+      "search      exact front %zu points (%zu states, %.3f s); NSGA-II front %zu points; an "
+      "unseeded NSGA-II finds %.1f %% of the exact front within 0.5 %%\n",
+      pv["exact_front_points"].get<size_t>(), pv["exact_front_states"].get<size_t>(),
+      pv["exact_front_seconds"].get<double>(), pv["nsga2_front_points"].get<size_t>(),
+      100 * out.nsga_exact_coverage);
+  std::printf(
+      "            %d rounds, %zu evaluations on selection, %zu on report; rank "
+      "correlation predicted/measured %s\n",
+      out.loop.rounds, pv["selection_evaluations"].get<size_t>(),
+      pv["report_evaluations"].get<size_t>(),
+      std::isfinite(out.rank_correlation) ? fmt::format("{:.2f}", out.rank_correlation).c_str()
+                                          : "n/a");
+  if (!out.cluster_note.empty()) std::printf("clustering  %s\n", out.cluster_note.c_str());
+  std::printf("\n%-22s %7s %9s %11s %8s  %-34s\n", "uniform baseline", "bits", "B/token", "mean KL",
+              "top-1", "plan - baseline KL [95% CI]");
+  int listed = 0;
+  for (const search::BaselineResult& b : out.baselines) {
+    if (!b.within_budget) continue;
+    if (!b.measured) {
+      ++listed;
+      continue;
+    }
+    const char* verdict = b.diff_high < 0  ? "plan lower"
+                          : b.diff_low > 0 ? "PLAN HIGHER"
+                                           : "no difference";
+    std::printf("%-22s %7.3f %9.0f %11.6f %7.2f%%  %+.6f [%+.6f, %+.6f] %s\n",
+                b.config.pair.name().c_str(),
+                8 * b.config.bytes_per_token / (8 * s.bytes_per_token / s.effective_bits),
+                b.config.bytes_per_token, b.report.mean_kl, 100 * b.report.top1_agreement, b.diff,
+                b.diff_low, b.diff_high, verdict);
+  }
+  if (q.contains("best_uniform")) {
+    const nlohmann::json& bu = q["best_uniform"];
+    std::printf("\nbest uniform within the budget: %s, mean KL %.6f; plan / best = %.3f\n",
+                bu["kv"].get<std::string>().c_str(), bu["mean_kl"].get<double>(),
+                bu["ratio"].get<double>());
+  }
+  if (listed > 0) {
+    std::printf(
+        "%d more uniform configurations fit the budget; predicted worse, not measured on "
+        "the report text (plan.json lists them)\n",
+        listed);
+  }
+}
+
+}  // namespace
+
+PlanTexts load_plan_texts(const SearchFlags& flags, const Tokenizer& tokenizer,
+                          const ModelConfig& config, const CalibrationSet* calibration) {
+  const CalibrationOptions windows{.max_tokens = flags.ctx, .num_prompts = 0, .chunk = true};
+  PlanTexts t{load_calibration(selection_path(flags), tokenizer, config, windows),
+              load_calibration(report_path(flags), tokenizer, config, windows)};
+  if (!flags.allow_overlap) {
+    refuse_overlap(t.selection, t.report);
+    if (calibration != nullptr) {
+      refuse_overlap(*calibration, t.selection);
+      refuse_overlap(*calibration, t.report);
+    } else {
+      spdlog::warn(
+          "the calibration text is not at hand: only selection vs report was checked for "
+          "overlap");
+    }
+  }
+  return t;
+}
 
 void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
-                           const Tokenizer& tokenizer, const SearchFlags& flags,
+                           const PlanTexts& texts, const SearchFlags& flags,
                            const std::string& output, bool json) {
   if (profile.model.fingerprint != hash_hex(weights.fingerprint)) {
     fail(ErrorCode::kInvalidArgument,
@@ -24,54 +130,25 @@ void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
          profile.model.fingerprint, profile.model.name, hash_hex(weights.fingerprint));
   }
   const search::TuneOptions options = tune_options_from_flags(flags);
-  const std::string held_out_path = validation_path(flags);
-  const CalibrationSet held_out_set =
-      load_calibration(held_out_path, tokenizer, weights.config,
-                       {.max_tokens = flags.validation_max_tokens, .num_prompts = 0});
-  if (held_out_set.prompts.empty()) {
-    fail(ErrorCode::kInvalidArgument, "{}: no held-out prompts", held_out_path);
-  }
-  if (hash_hex(held_out_set.hash) == profile.calibration.hash) {
-    spdlog::warn("the held-out prompts are the calibration prompts: validation is not held out");
-  }
+  const CalibrationSet& selection_set = texts.selection;
+  const CalibrationSet& report_set = texts.report;
+  const std::string selection_file = selection_set.source, report_file = report_set.source;
   const Transformer model(weights);
-  spdlog::info("held-out prompts: {} ({} prompts, {} tokens)", held_out_path,
-               held_out_set.prompts.size(), held_out_set.n_tokens);
-  const search::HeldOutKl held_out(model, held_out_set.prompts, profile.quantization);
-  const search::TuneOutput out = search::tune_plan(
-      profile, held_out,
-      // the file name only: the plan must not depend on where the checkout is
-      std::filesystem::path(held_out_set.source).filename().string(), held_out_set.hash, options);
+  spdlog::info("selection {}: {} windows, {} tokens; report {}: {} windows, {} tokens",
+               selection_file, selection_set.prompts.size(), selection_set.n_tokens, report_file,
+               report_set.prompts.size(), report_set.n_tokens);
+  const search::HeldOutKl selection(model, selection_set.prompts, profile.quantization);
+  const search::HeldOutKl report(model, report_set.prompts, profile.quantization);
+  const search::TuneOutput out =
+      search::tune_plan(profile, {&selection, file_name(selection_file), selection_set.hash},
+                        {&report, file_name(report_file), report_set.hash}, options);
   check_plan_matches(out.plan, kv_geometry(weights.config), weights.config.source);
   write_plan(output, out.plan);
-
   if (json) {
     std::printf("%s\n", json_text(plan_to_json(out.plan), 2).c_str());
     return;
   }
-  const PlanSummary s = summarize_plan(out.plan);
-  std::printf("plan        %s (budget: %s)\n", output.c_str(), options.budget_description.c_str());
-  std::printf("layers      ");
-  for (const PlanLayer& l : out.plan.layers) std::printf("%s ", l.pair.name().c_str());
-  std::printf(
-      "\nmemory      %.3f equivalent bits, %.3f effective bits, %.0f B/token (%.2fx less "
-      "than bf16)\n",
-      s.equivalent_bits, s.effective_bits, s.bytes_per_token, s.compression_ratio);
-  std::printf("quality     mean KL %.6f, top-1 %.2f %%, PPL %.4f (exact KV %.4f) on %s\n",
-              out.plan.quality["mean_kl"].get<double>(),
-              100 * out.plan.quality["top1_agreement"].get<double>(),
-              out.plan.quality["ppl"].get<double>(), out.plan.quality["ppl_exact_kv"].get<double>(),
-              held_out_path.c_str());
-  std::printf("search      %zu groups, %d rounds, %zu real evaluations\n\n", out.groups.size(),
-              out.loop.rounds, out.plan.provenance["real_evaluations"].get<size_t>());
-  std::printf("%-12s %6s %10s %12s %8s  %s\n", "baseline", "bits", "B/token", "mean KL", "top-1",
-              "within budget");
-  for (const auto& b : out.plan.baselines) {
-    std::printf("%-12s %6.2f %10.0f %12.6f %7.2f%%  %s\n", b["kv"].get<std::string>().c_str(),
-                b["equivalent_bits"].get<double>(), b["bytes_per_token"].get<double>(),
-                b["mean_kl"].get<double>(), 100 * b["top1_agreement"].get<double>(),
-                b["within_budget"].get<bool>() ? "yes" : "no");
-  }
+  print_result(out, options, output, selection_file, report_file);
 }
 
 }  // namespace kvplan::cli

@@ -1,5 +1,6 @@
 // The part `kvplan search` and `kvplan tune` share: from a complete profile and the loaded model,
-// measure on the held-out prompts, search, validate, write plan.json and print what was chosen.
+// load the selection and report texts (refusing overlapping sets), search, validate on selection,
+// measure on report, write plan.json and print what was chosen.
 #pragma once
 
 #include <string>
@@ -7,12 +8,22 @@
 #include "cli/search_flags.h"
 #include "model/model_weights.h"
 #include "model/tokenizer/tokenizer.h"
+#include "profile/calibration.h"
 #include "profile/profile_data.h"
 
 namespace kvplan::cli {
 
+// The selection and report texts in windows of --ctx tokens, checked to be disjoint from each
+// other and from the calibration text when it is at hand (Error kInvalidArgument naming both
+// files otherwise).
+struct PlanTexts {
+  CalibrationSet selection, report;
+};
+PlanTexts load_plan_texts(const SearchFlags& flags, const Tokenizer& tokenizer,
+                          const ModelConfig& config, const CalibrationSet* calibration);
+
 void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
-                           const Tokenizer& tokenizer, const SearchFlags& flags,
+                           const PlanTexts& texts, const SearchFlags& flags,
                            const std::string& output, bool json);
 
 }  // namespace kvplan::cli

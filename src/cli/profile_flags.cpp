@@ -16,8 +16,12 @@ void add_profile_flags(CLI::App* cmd, ProfileFlags& f) {
                   "Calibration: text (prompts separated by blank lines) or JSONL with "
                   "{\"text\"}, {\"messages\"} or {\"tokens\"} (default: the built-in set)");
   cmd->add_option("--candidates", f.candidates,
-                  "Comma-separated pairs: K8V4,KV4,q8_0/q4_0,fp8_e4m3/int4 (default: K{8,4,2} x "
-                  "V{8,4,2} int)");
+                  "Comma-separated pairs (K8V4,KV4,q8_0/q4_0,fp8_e4m3/int4), or 'kvtuner' for "
+                  "K{8,4,2} x V{8,4,2} int (default: every catalogue format for keys and for "
+                  "values independently)");
+  cmd->add_flag("--all-dkl", f.all_dkl,
+                "Default catalogue: re-run the model for every side's dKL instead of estimating "
+                "it from the anchors (slower)");
   cmd->add_option("--mode", f.mode, "per-token (default) or kivi");
   cmd->add_option("--group-size", f.group_size, "Quantization group (default 32)");
   cmd->add_option("--residual-length", f.residual_length,
@@ -42,7 +46,12 @@ ProfileOptions profile_options_from_flags(const ProfileFlags& f) {
   opt.settings.group_size = static_cast<size_t>(f.group_size);
   opt.settings.residual_length = static_cast<size_t>(f.residual_length);
   opt.settings.validate();
-  if (!f.candidates.empty()) opt.candidates = parse_candidates(f.candidates);
+  if (f.candidates == "kvtuner") {
+    opt.candidates = kvtuner_candidates();
+  } else if (!f.candidates.empty()) {
+    opt.candidates = parse_candidates(f.candidates);
+  }
+  opt.all_dkl = f.all_dkl;
   opt.kl_prompts = f.kl_prompts;
   opt.threads = f.threads;
   opt.chunk_attends_quantized = !f.exact_chunk;

@@ -22,6 +22,7 @@ struct ProfileFlags {
   int64_t group_size = 32, residual_length = 32;
   int max_tokens = 128, num_prompts = 0, kl_prompts = 8, threads = 0;
   bool exact_chunk = false;
+  bool all_dkl = false;
   std::string device = "auto";  // --device auto|cpu|gpu[:N]
 };
 

@@ -10,7 +10,11 @@
 namespace kvplan::cli {
 
 void add_search_flags(CLI::App* cmd, SearchFlags& f) {
-  cmd->add_option("--max-bits", f.max_bits, "Budget: mean equivalent bits per value, e.g. 4 or 3");
+  cmd->add_option("--max-bits", f.max_bits,
+                  "Budget: effective bits per K/V value, scales and zero points included (real "
+                  "bytes), e.g. 4.5 (= q4_0) or 3");
+  cmd->add_option("--max-nominal-bits", f.max_nominal_bits,
+                  "Budget in KVTuner's nominal (equivalent) bits, for comparison with the paper");
   cmd->add_option("--max-bytes-per-token", f.max_bytes_per_token,
                   "Budget: KV bytes per token over all layers");
   cmd->add_option("--gpu-memory", f.gpu_memory,
@@ -19,7 +23,11 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
   cmd->add_option("--context", f.context, "Tokens per sequence the budget must hold, e.g. 32K");
   cmd->add_option("--sequences", f.sequences, "Concurrent sequences the budget must hold");
   cmd->add_option("--metric", f.metric, "Sensitivity the surrogate adds up: dkl or e_o");
-  cmd->add_option("--memory", f.memory, "Memory objective: bits (equivalent bits) or bytes");
+  cmd->add_option("--memory", f.memory,
+                  "Memory objective without a budget: bytes (default) or bits (nominal)");
+  cmd->add_option("--cluster", f.cluster,
+                  "DBSCAN layer groups: auto (used only when they cost < 1 % against the exact "
+                  "front), on or off");
   cmd->add_option("--eps", f.eps, "DBSCAN radius for grouping layers (KVTuner: 0.05)");
   cmd->add_option("--min-samples", f.min_samples, "DBSCAN min_samples (KVTuner: 2)");
   cmd->add_option("--population", f.population, "NSGA-II population per island (multiple of 4)");
@@ -29,14 +37,29 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
   cmd->add_option("--rounds", f.max_rounds, "Validation rounds at most");
   cmd->add_option("--plans-per-round", f.plans_per_round, "Plans measured on the model per round");
   cmd->add_option("--max-evaluations", f.max_evaluations, "Real evaluations of plans at most");
-  cmd->add_option("--validation", f.validation,
-                  "Held-out prompts (text or JSONL) the plans are measured on");
-  cmd->add_option("--validation-max-tokens", f.validation_max_tokens, "Tokens per held-out prompt");
+  cmd->add_option("--uniform-validations", f.uniform_validations,
+                  "Best-predicted uniform configurations measured on the selection text");
+  cmd->add_option("--report-baselines", f.report_baselines,
+                  "Uniform configurations within the budget measured on the report text, best "
+                  "predicted first (0 = all)");
+  cmd->add_option("--selection,--validation", f.selection,
+                  "Selection text (text or JSONL): chooses among the validated plans");
+  cmd->add_option("--report", f.report,
+                  "Report text: measures the chosen plan and the baselines, never chooses");
+  cmd->add_option("--ctx", f.ctx,
+                  "Tokens per window of the selection and report texts (long samples are split)");
+  cmd->add_flag("--allow-overlap", f.allow_overlap,
+                "Accept calibration, selection and report texts that share samples or 13-token "
+                "runs");
 }
 
-std::string validation_path(const SearchFlags& f) {
-  return f.validation.empty() ? (config_dir() / "calibration" / "validation.jsonl").string()
-                              : f.validation;
+std::string selection_path(const SearchFlags& f) {
+  return f.selection.empty() ? (config_dir() / "calibration" / "selection.jsonl").string()
+                             : f.selection;
+}
+
+std::string report_path(const SearchFlags& f) {
+  return f.report.empty() ? (config_dir() / "calibration" / "report.jsonl").string() : f.report;
 }
 
 search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
@@ -52,18 +75,24 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
     fail(ErrorCode::kInvalidArgument, "--memory '{}': expected bits or bytes", f.memory);
   }
   o.measure = f.memory == "bits" ? search::MemoryMeasure::kBits : search::MemoryMeasure::kBytes;
-  const int budgets = (f.max_bits > 0) + (f.max_bytes_per_token > 0) + !f.gpu_memory.empty();
+  const int budgets = (f.max_bits > 0) + (f.max_nominal_bits > 0) + (f.max_bytes_per_token > 0) +
+                      !f.gpu_memory.empty();
   if (budgets > 1) {
     fail(ErrorCode::kInvalidArgument,
-         "--max-bits, --max-bytes-per-token and --gpu-memory are alternative budgets");
+         "--max-bits, --max-nominal-bits, --max-bytes-per-token and --gpu-memory are alternative "
+         "budgets");
   }
-  if (f.max_bits < 0 || f.max_bytes_per_token < 0) {
+  if (f.max_bits < 0 || f.max_nominal_bits < 0 || f.max_bytes_per_token < 0) {
     fail(ErrorCode::kInvalidArgument, "budgets must be positive");
   }
   if (f.max_bits > 0) {
+    o.measure = search::MemoryMeasure::kBytes;
+    o.max_effective_bits = f.max_bits;
+    o.budget_description = fmt::format("{} effective bits per value", f.max_bits);
+  } else if (f.max_nominal_bits > 0) {
     o.measure = search::MemoryMeasure::kBits;
-    o.budget = f.max_bits;
-    o.budget_description = fmt::format("{} equivalent bits", f.max_bits);
+    o.budget = f.max_nominal_bits;
+    o.budget_description = fmt::format("{} nominal (KVTuner equivalent) bits", f.max_nominal_bits);
   } else if (f.max_bytes_per_token > 0) {
     o.measure = search::MemoryMeasure::kBytes;
     o.budget = f.max_bytes_per_token;
@@ -87,6 +116,21 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
   } else {
     o.budget_description = "none";
   }
+  if (f.cluster == "auto") {
+    o.cluster = search::ClusterMode::kAuto;
+  } else if (f.cluster == "on") {
+    o.cluster = search::ClusterMode::kOn;
+  } else if (f.cluster == "off") {
+    o.cluster = search::ClusterMode::kOff;
+  } else {
+    fail(ErrorCode::kInvalidArgument, "--cluster '{}': expected auto, on or off", f.cluster);
+  }
+  if (f.uniform_validations < 0 || f.report_baselines < 0) {
+    fail(ErrorCode::kInvalidArgument, "--uniform-validations and --report-baselines must be >= 0");
+  }
+  if (f.ctx < 16) fail(ErrorCode::kInvalidArgument, "--ctx {}: expected at least 16", f.ctx);
+  o.uniform_validations = f.uniform_validations;
+  o.report_baselines = f.report_baselines;
   o.dbscan = {.eps = f.eps, .min_samples = f.min_samples};
   o.search.population = f.population;
   o.search.generations = f.generations;

@@ -12,18 +12,24 @@
 namespace kvplan::cli {
 
 struct SearchFlags {
-  double max_bits = 0;
+  double max_bits = 0;  // effective bits per value (scales included)
+  double max_nominal_bits = 0;
   double max_bytes_per_token = 0;
   std::string gpu_memory, weights_bytes, context;
   int64_t sequences = 1;
   std::string metric = "dkl";
-  std::string memory = "bits";
+  std::string memory = "bytes";
+  std::string cluster = "auto";
   double eps = 0.05;
   int min_samples = 2;
   unsigned population = 64, generations = 200, seed = 42, islands = 2;
   int max_rounds = 4, plans_per_round = 3, max_evaluations = 12;
-  std::string validation;  // held-out prompts; default configs/calibration/validation.jsonl
-  int validation_max_tokens = 128;
+  int uniform_validations = 2, report_baselines = 8;
+  std::string
+      selection;       // chooses among validated plans; default configs/calibration/selection.jsonl
+  std::string report;  // measures the chosen plan and baselines; default .../report.jsonl
+  int ctx = 1024;      // tokens per window of the selection and report texts
+  bool allow_overlap = false;
 };
 
 void add_search_flags(CLI::App* cmd, SearchFlags& flags);
@@ -31,7 +37,8 @@ void add_search_flags(CLI::App* cmd, SearchFlags& flags);
 // Throws Error(kInvalidArgument) naming the flag for malformed or conflicting values.
 search::TuneOptions tune_options_from_flags(const SearchFlags& flags);
 
-std::string validation_path(const SearchFlags& flags);
+std::string selection_path(const SearchFlags& flags);
+std::string report_path(const SearchFlags& flags);
 
 // "2026-11-29T08:40:00Z"
 std::string utc_timestamp();

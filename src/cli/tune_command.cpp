@@ -30,17 +30,23 @@ void run_tune(const TuneCommandOptions& o) {
   (void)tune_options_from_flags(o.flags);  // refuse bad search flags before the long profile
 
   const ProfileInputs in = load_profile_inputs(o.model, o.profile);
+  // Every input is checked before the long profile: the texts and their overlap.
+  const PlanTexts texts =
+      load_plan_texts(o.flags, *in.tokenizer, in.weights.config, &in.calibration);
   const Transformer model(in.weights);
   ProgressPrinter printer(stderr);
   opt.progress = [&](const ProfileProgress& p) { printer.update(p); };
   Profile profile = run_profile(model, in.calibration, opt);
   printer.finish();
   profile.timings["load_s"] = in.load_s;
-  if (!o.profile_out.empty()) {
-    write_profile(o.profile_out, profile);
-    spdlog::info("profile written to {}", o.profile_out);
-  }
-  search_and_write_plan(profile, in.weights, *in.tokenizer, o.flags, o.output, o.json);
+  // The profile is always kept (next to the plan by default): it is the expensive part.
+  const std::string profile_out =
+      o.profile_out.empty()
+          ? (std::filesystem::path(o.output).parent_path() / "profile.json").string()
+          : o.profile_out;
+  write_profile(profile_out, profile);
+  spdlog::info("profile written to {}", profile_out);
+  search_and_write_plan(profile, in.weights, texts, o.flags, o.output, o.json);
 }
 
 }  // namespace
@@ -50,13 +56,16 @@ void register_tune_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "tune", "Profile, search and validate: the per-layer KV plan for a model under a budget");
   cmd->footer(
-      "Example: kvplan tune --model SmolLM2-135M-Instruct.Q4_1.gguf --max-bits 4 -o plan.json\n"
+      "Example: kvplan tune --model SmolLM2-135M-Instruct.Q4_1.gguf --max-bytes-per-token 6480 -o "
+      "plan.json\n"
       "Runs `kvplan profile` on the calibration prompts (default "
       "configs/calibration/default.jsonl),\n"
-      "then `kvplan search` (held-out prompts: configs/calibration/validation.jsonl).");
+      "then `kvplan search` (selection text configs/calibration/selection.jsonl, report text\n"
+      "configs/calibration/report.jsonl).");
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
   cmd->add_option("-o,--output", o->output, "plan.json to write (default plan.json)");
-  cmd->add_option("--profile-out", o->profile_out, "Also write the profile here");
+  cmd->add_option("--profile-out", o->profile_out,
+                  "Where to write the profile (default: profile.json next to the plan)");
   add_profile_flags(cmd, o->profile);
   add_search_flags(cmd, o->flags);
   cmd->add_flag("--json", o->json, "Print the plan as JSON");

@@ -22,6 +22,12 @@ enum class FormatId : uint16_t {
   kInt8 = 16,
   kInt4 = 17,
   kInt2 = 18,
+  kInt8G64 = 19,  // the int formats with a fixed group instead of the plan's group_size
+  kInt8G128 = 20,
+  kInt4G64 = 21,
+  kInt4G128 = 22,
+  kInt2G64 = 23,
+  kInt2G128 = 24,
   kQ8_0 = 32,
   kQ4_0 = 33,
   kQ4_1 = 34,
@@ -49,6 +55,7 @@ struct FormatInfo {
   int bits;          // nominal bits per value (0 for slots: depends on N and head_dim)
   int block_values;  // values per ggml block (32), 0 for other families
   int block_bytes;   // bytes per ggml block, 0 for other families
+  int group;         // uniform int: fixed group size (0 = the plan's group_size); 0 otherwise
   std::string_view meaning;
 };
 

@@ -10,11 +10,15 @@ namespace kvplan {
 
 size_t effective_group_size(Format format, size_t n_values, size_t group_size) {
   switch (format.family()) {
-    case FormatFamily::kUniformInt:
-      if (group_size == 0) {
+    case FormatFamily::kUniformInt: {
+      // A format with its own group (int4_g64) ignores the plan's group size.
+      const size_t group =
+          format.info().group > 0 ? static_cast<size_t>(format.info().group) : group_size;
+      if (group == 0) {
         fail(ErrorCode::kInvalidArgument, "format {}: group size must be > 0", format.name());
       }
-      return group_size < n_values ? group_size : n_values;
+      return group < n_values ? group : n_values;
+    }
     case FormatFamily::kGgmlBlock:
       return kGgmlBlock;
     default:

@@ -119,10 +119,16 @@ void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n,
         for (size_t i = 0; i < n; ++i) store_u16_le(out + 2 * i, f32_to_bf16(in[i]));
       });
     case FormatId::kInt8:
+    case FormatId::kInt8G64:
+    case FormatId::kInt8G128:
       return each_row([&](const float* in, uint8_t* out) { pack_int_row<8>(in, n, group, out); });
     case FormatId::kInt4:
+    case FormatId::kInt4G64:
+    case FormatId::kInt4G128:
       return each_row([&](const float* in, uint8_t* out) { pack_int_row<4>(in, n, group, out); });
     case FormatId::kInt2:
+    case FormatId::kInt2G64:
+    case FormatId::kInt2G128:
       return each_row([&](const float* in, uint8_t* out) { pack_int_row<2>(in, n, group, out); });
     case FormatId::kQ8_0:
     case FormatId::kQ4_0:
@@ -171,10 +177,16 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t n_rows, siz
         for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16_le(in + 2 * i));
       });
     case FormatId::kInt8:
+    case FormatId::kInt8G64:
+    case FormatId::kInt8G128:
       return each_row([&](const uint8_t* in, float* out) { unpack_int_row<8>(in, n, group, out); });
     case FormatId::kInt4:
+    case FormatId::kInt4G64:
+    case FormatId::kInt4G128:
       return each_row([&](const uint8_t* in, float* out) { unpack_int_row<4>(in, n, group, out); });
     case FormatId::kInt2:
+    case FormatId::kInt2G64:
+    case FormatId::kInt2G128:
       return each_row([&](const uint8_t* in, float* out) { unpack_int_row<2>(in, n, group, out); });
     case FormatId::kQ8_0:
     case FormatId::kQ4_0:

@@ -41,13 +41,8 @@ std::optional<double> uniform_bytes(const Plan& plan, const KvPair& pair) {
 }
 
 int int_bits(const Format& f) {
+  if (f.family() == FormatFamily::kUniformInt) return f.info().bits;
   switch (f.id()) {
-    case FormatId::kInt8:
-      return 8;
-    case FormatId::kInt4:
-      return 4;
-    case FormatId::kInt2:
-      return 2;
     case FormatId::kBF16:
     case FormatId::kF16:
       return 16;

@@ -1,6 +1,7 @@
 #include "profile/calibration.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -192,12 +193,33 @@ CalibrationSet tokenize_calibration(const std::vector<CalibrationItem>& items,
       fail(ErrorCode::kInvalidArgument, "{}:{}: the prompt has no tokens", source, item.line);
     }
     longest = std::max(longest, ids.size());
-    if (static_cast<int64_t>(ids.size()) > limit) {
+    ++set.n_samples;
+    const auto add = [&](std::vector<int32_t> prompt) {
+      set.n_tokens += static_cast<int64_t>(prompt.size());
+      set.prompts.push_back(std::move(prompt));
+      set.sample_of.push_back(static_cast<int>(i));
+    };
+    if (static_cast<int64_t>(ids.size()) <= limit) {
+      add(std::move(ids));
+    } else if (!options.chunk) {
       ids.resize(static_cast<size_t>(limit));
       ++set.n_truncated;
+      add(std::move(ids));
+    } else {
+      const std::optional<int32_t> bos = tokenizer.bos_id();
+      const bool leading_bos = bos && ids.front() == *bos;
+      const size_t body = leading_bos ? 1 : 0;  // where the text's own tokens start
+      const size_t per_window = static_cast<size_t>(limit) - body;
+      for (size_t start = body; start < ids.size(); start += per_window) {
+        const size_t end = std::min(ids.size(), start + per_window);
+        if (start > body && end - start + body < static_cast<size_t>(kMinWindowTokens)) break;
+        std::vector<int32_t> window;
+        if (leading_bos) window.push_back(*bos);
+        window.insert(window.end(), ids.begin() + static_cast<std::ptrdiff_t>(start),
+                      ids.begin() + static_cast<std::ptrdiff_t>(end));
+        add(std::move(window));
+      }
     }
-    set.n_tokens += static_cast<int64_t>(ids.size());
-    set.prompts.push_back(std::move(ids));
   }
   if (set.n_truncated > 0) {
     spdlog::warn(

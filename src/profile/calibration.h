@@ -35,13 +35,21 @@ struct CalibrationItem {
 struct CalibrationOptions {
   int max_tokens = 128;  // per prompt, BOS included; longer prompts are cut (with a warning)
   int num_prompts = 0;   // use the first N prompts of the file; 0 = all
+  // Long prompts become consecutive windows of max_tokens instead of being cut: every token of a
+  // long sample is used (each window starts with BOS when the sample did, as llama-perplexity's
+  // chunks do). A last window shorter than kMinWindowTokens is dropped.
+  bool chunk = false;
 };
+
+inline constexpr int kMinWindowTokens = 16;
 
 struct CalibrationSet {
   std::string source;  // the file name as given
   std::vector<std::vector<int32_t>> prompts;
   int64_t n_tokens = 0;
   int n_truncated = 0;         // prompts cut to the token limit
+  int n_samples = 0;           // items of the file used (with chunking, prompts >= samples)
+  std::vector<int> sample_of;  // [prompt] index of the file item it came from
   int limit = 0;               // the token limit applied: min(max_tokens, context length)
   bool chat_fallback = false;  // messages rendered as "role: content" (no chat template)
   uint64_t hash = 0;           // of every prompt's token ids (length-prefixed), in order

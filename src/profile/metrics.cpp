@@ -39,6 +39,22 @@ MetricSum relative_row_error(const RowMatrix& exact, const RowMatrix& approx) {
   return s;
 }
 
+MetricSum squared_row_error(const RowMatrix& exact, const RowMatrix& approx) {
+  MetricSum s;
+  for (Eigen::Index r = 0; r < exact.rows(); ++r) {
+    double sq = 0;
+    const float* x = exact.row(r).data();
+    const float* y = approx.row(r).data();
+    for (Eigen::Index i = 0; i < exact.cols(); ++i) {
+      const double d = static_cast<double>(y[i]) - static_cast<double>(x[i]);
+      sq += d * d;
+    }
+    s.sum += sq;
+    ++s.count;
+  }
+  return s;
+}
+
 RowMatrix attention_probabilities(const RowMatrix& q_head, const RowMatrix& k_head,
                                   int64_t window) {
   const Eigen::Index T = q_head.rows();

@@ -55,6 +55,9 @@ std::vector<RowMatrix> split_heads(const RowMatrix& x, int n, int head_dim);
 // Sum over rows r with ||exact_r|| > 0 of ||approx_r - exact_r|| / ||exact_r||; count = those rows.
 MetricSum relative_row_error(const RowMatrix& exact, const RowMatrix& approx);
 
+// Sum over rows r of ||approx_r - exact_r||^2; count = rows.
+MetricSum squared_row_error(const RowMatrix& exact, const RowMatrix& approx);
+
 // Causal (and windowed) softmax(q k^T / sqrt(head_dim)) of one head: [T, T], zeros outside the
 // mask.
 RowMatrix attention_probabilities(const RowMatrix& q_head, const RowMatrix& k_head, int64_t window);

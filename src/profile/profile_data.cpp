@@ -115,6 +115,11 @@ nlohmann::ordered_json profile_to_json(const Profile& p) {
   OJson candidates = OJson::array();
   for (const KvPair& c : p.candidates) candidates.push_back(c.name());
   j["candidates"] = candidates;
+  OJson measured = OJson::array();
+  for (size_t c = 0; c < p.candidates.size(); ++c) {
+    if (p.measures_dkl(c)) measured.push_back(p.candidates[c].name());
+  }
+  j["dkl_measured"] = measured;
   if (p.shard_count > 1) j["shard"] = {{"index", p.shard_index}, {"count", p.shard_count}};
   j["complete"] = p.complete();
   OJson layers = OJson::array();
@@ -134,7 +139,9 @@ nlohmann::ordered_json profile_to_json(const Profile& p) {
                        {"e_v", c->metrics.e_v},
                        {"e_a", c->metrics.e_a},
                        {"e_o", c->metrics.e_o},
-                       {"dkl", c->metrics.dkl}});
+                       {"dkl", c->metrics.dkl},
+                       {"o_mse", c->metrics.o_mse},
+                       {"dkl_measured", c->metrics.dkl_measured}});
     }
     layers.push_back({{"index", l}, {"pairs", pairs}});
   }
@@ -152,8 +159,10 @@ Profile profile_from_json(const Json& j, const std::string& source) {
   Profile p;
   if (!j.is_object()) r.invalid("(root)", "expected a JSON object");
   const std::string schema = r.str(j, "schema", "");
-  if (schema != kProfileSchema) {
-    r.invalid("schema", fmt::format("expected \"{}\", got \"{}\"", kProfileSchema, schema));
+  const bool v1 = schema == kProfileSchemaV1;
+  if (schema != kProfileSchema && !v1) {
+    r.invalid("schema", fmt::format("expected \"{}\" (or \"{}\"), got \"{}\"", kProfileSchema,
+                                    kProfileSchemaV1, schema));
   }
   p.tool_version = r.str(j, "tool_version", "");
   const Json& m = r.at(j, "model", "");
@@ -211,6 +220,20 @@ Profile profile_from_json(const Json& j, const std::string& source) {
     }
   }
   p.reset_cells();
+  if (!v1) {
+    const Json& measured = r.at(j, "dkl_measured", "");
+    if (!measured.is_array()) r.bad("", "dkl_measured", "an array of candidate names", measured);
+    p.dkl_measured.assign(p.candidates.size(), false);
+    for (const Json& name : measured) {
+      bool found = false;
+      for (size_t k = 0; k < p.candidates.size(); ++k) {
+        if (name.is_string() && p.candidates[k].name() == name.get<std::string>()) {
+          p.dkl_measured[k] = found = true;
+        }
+      }
+      if (!found) r.bad("", "dkl_measured", "names listed in candidates", name);
+    }
+  }
   // Name -> candidate, the last of equal names (as the linear search this replaces): a lookup per
   // cell, not a scan of every candidate.
   std::map<std::string, size_t> candidate_index;
@@ -251,6 +274,10 @@ Profile profile_from_json(const Json& j, const std::string& source) {
       cell.metrics.e_a = r.number(cj, "e_a", cp);
       cell.metrics.e_o = r.number(cj, "e_o", cp);
       cell.metrics.dkl = r.number(cj, "dkl", cp);
+      if (!v1) {
+        cell.metrics.o_mse = r.number(cj, "o_mse", cp);
+        cell.metrics.dkl_measured = r.boolean(cj, "dkl_measured", cp);
+      }
       auto& slot = p.cells[l][idx];
       if (slot) r.invalid(cp, fmt::format("pair '{}' appears twice in layer {}", name, l));
       if (shard_of_cell(static_cast<int>(l), idx, p.candidates.size(), p.shard_count) !=
@@ -302,6 +329,10 @@ std::string profile_identity_mismatch(const Profile& a, const Profile& b) {
   for (const KvPair& p : a.candidates) ca += (ca.empty() ? "" : ",") + p.name();
   for (const KvPair& p : b.candidates) cb += (cb.empty() ? "" : ",") + p.name();
   check(differ("candidates", ca, cb));
+  std::string ma, mb;
+  for (size_t k = 0; k < a.candidates.size(); ++k) ma += a.measures_dkl(k) ? '1' : '0';
+  for (size_t k = 0; k < b.candidates.size(); ++k) mb += b.measures_dkl(k) ? '1' : '0';
+  check(differ("dkl_measured", ma, mb));
   return d;
 }
 

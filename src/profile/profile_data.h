@@ -8,11 +8,13 @@
 //                 head_dim}
 //   calibration  {source, hash, prompts, tokens, max_tokens, truncated, kl_prompts, kl_tokens}
 //   quantization {mode, group_size, residual_length, chunk_attends_quantized}
-//   candidates   ["KV8", "K8V4", ...]
+//   candidates   ["KV8", "K8V4", ...]; side candidates "q4_0/f32" (keys only) and "f32/q4_0"
+//   dkl_measured [names]: the candidates whose dKL re-runs the model (v2; v1: all)
 //   shard        {index, count}          only in a shard's file (count > 1)
 //   complete     every (layer, candidate) cell present
 //   layers[]     {index, pairs[]: {pair, key, value, key_bits, value_bits, nominal_bits,
-//                 key_bytes_per_token, value_bytes_per_token, e_k, e_v, e_a, e_o, dkl}}
+//                 key_bytes_per_token, value_bytes_per_token, e_k, e_v, e_a, e_o, dkl, o_mse,
+//                 dkl_measured}}
 //   timings      machine-dependent (seconds, threads, per shard): always last, and the only field
 //                that differs between reruns or between a merged and an unsharded profile.
 //
@@ -35,7 +37,9 @@
 
 namespace kvplan {
 
-inline constexpr const char* kProfileSchema = "kvplan.profile/v1";
+inline constexpr const char* kProfileSchema = "kvplan.profile/v2";
+// v1 profiles (every cell's dKL measured, no o_mse) still load.
+inline constexpr const char* kProfileSchemaV1 = "kvplan.profile/v1";
 
 struct ProfileModel {
   std::string name;
@@ -60,6 +64,10 @@ struct ProfileCalibration {
 
 struct CellMetrics {
   double e_k = 0, e_v = 0, e_a = 0, e_o = 0, dkl = 0;
+  // Mean over (token, query head) of ||Ô - O||^2: the attention output's squared error, to which
+  // dKL is proportional to second order (profile/dkl_estimate.h).
+  double o_mse = 0;
+  bool dkl_measured = true;  // false: dkl estimated from the layer's measured cells
 };
 
 struct ProfileCell {
@@ -76,6 +84,8 @@ struct Profile {
   QuantSettings quantization;
   bool chunk_attends_quantized = true;
   std::vector<KvPair> candidates;
+  // [candidate] whether dKL re-runs the model for it (the others' dKL is estimated); empty = all.
+  std::vector<bool> dkl_measured;
   int shard_index = 0;
   int shard_count = 1;
   // [layer][candidate]; empty optionals are cells this file does not hold.
@@ -88,6 +98,9 @@ struct Profile {
   [[nodiscard]] size_t n_present() const;
   [[nodiscard]] size_t n_cells() const { return model.num_layers * candidates.size(); }
   [[nodiscard]] bool complete() const { return n_present() == n_cells(); }
+  [[nodiscard]] bool measures_dkl(size_t candidate) const {
+    return dkl_measured.empty() || dkl_measured[candidate];
+  }
 };
 
 // Which shard computes cell (layer, candidate): cells are numbered layer-major

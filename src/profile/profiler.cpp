@@ -16,9 +16,11 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "plan/memory_estimate.h"
+#include "profile/dkl_estimate.h"
 #include "profile/gpu_attention.h"
 #include "profile/kv_roundtrip.h"
 #include "profile/metrics.h"
+#include "profile/side_candidates.h"
 
 namespace kvplan {
 namespace {
@@ -162,6 +164,7 @@ struct LayerPartials {
   std::vector<MetricSum> e_k, e_a;  // [key format]
   std::vector<MetricSum> e_v;       // [value format]
   std::vector<MetricSum> e_o;       // [pending cell]
+  std::vector<MetricSum> o_mse;     // [pending cell]
 };
 
 LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelConfig& c,
@@ -188,6 +191,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
   out.e_a.resize(keys.size());
   out.e_v.resize(values.size());
   out.e_o.resize(cells.size());
+  out.o_mse.resize(cells.size());
   std::vector<std::vector<RowMatrix>> p_quant(keys.size());
   for (size_t f = 0; f < keys.size(); ++f) {
     const RowMatrix k_hat =
@@ -233,6 +237,8 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
       for (int h = 0; h < c.n_heads; ++h) {
         out.e_o[i].add(
             relative_row_error(o_exact[static_cast<size_t>(h)], oh[static_cast<size_t>(h)]));
+        out.o_mse[i].add(
+            squared_row_error(o_exact[static_cast<size_t>(h)], oh[static_cast<size_t>(h)]));
       }
     }
     return out;
@@ -244,6 +250,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
       RowMatrix o;
       o.noalias() = p_quant[kf][static_cast<size_t>(h)] * v_quant[vf][g];
       out.e_o[i].add(relative_row_error(o_exact[static_cast<size_t>(h)], o));
+      out.o_mse[i].add(squared_row_error(o_exact[static_cast<size_t>(h)], o));
     }
   }
   return out;
@@ -276,7 +283,7 @@ class ProgressTracker {
 
 }  // namespace
 
-std::vector<KvPair> default_candidates() {
+std::vector<KvPair> kvtuner_candidates() {
   std::vector<KvPair> out;
   const char* names[] = {"int8", "int4", "int2"};
   for (const char* k : names) {
@@ -335,12 +342,26 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
     fail(ErrorCode::kInvalidArgument, "--kl-prompts {}: expected >= 0", options.kl_prompts);
   }
   options.settings.validate();
-  const std::vector<KvPair> candidates =
-      options.candidates.empty() ? default_candidates() : options.candidates;
+  std::vector<KvPair> candidates = options.candidates;
+  std::vector<bool> dkl_measured = options.dkl_measured;
+  if (candidates.empty()) {
+    SideCandidates side =
+        catalog_side_candidates(c, options.settings, {.formats = {}, .all_dkl = options.all_dkl});
+    for (const std::string& line : side.skipped) spdlog::info("candidates: left out {}", line);
+    candidates = std::move(side.candidates);
+    dkl_measured = std::move(side.dkl_measured);
+  }
+  if (!dkl_measured.empty() && dkl_measured.size() != candidates.size()) {
+    fail(ErrorCode::kInternal, "{} dkl flags for {} candidates", dkl_measured.size(),
+         candidates.size());
+  }
   check_candidates(candidates, c, options.settings);
   const std::vector<size_t> kl_prompts =
       kl_prompt_indices(calibration.prompts.size(), options.kl_prompts);
   Profile profile = profile_header(model, calibration, options, candidates, kl_prompts);
+  if (std::find(dkl_measured.begin(), dkl_measured.end(), false) != dkl_measured.end()) {
+    profile.dkl_measured = dkl_measured;
+  }
   if (options.resume != nullptr) {
     const Profile& r = *options.resume;
     const std::string diff = profile_identity_mismatch(profile, r);
@@ -375,7 +396,9 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
       pending[static_cast<size_t>(l)].push_back(p);
       ++cells_total;
       // dKL re-runs layers l..L-1 plus the head (about one layer's worth on small models).
-      work_total += static_cast<double>(kl_prompts.size()) * (c.n_layers - l + 1);
+      if (profile.measures_dkl(p)) {
+        work_total += static_cast<double>(kl_prompts.size()) * (c.n_layers - l + 1);
+      }
     }
   }
   const int threads = options.threads > 0 ? options.threads :
@@ -463,9 +486,14 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
 
     const auto dkl_start = Clock::now();
     const size_t K = kl_prompts.size();
+    std::vector<size_t> rerun;  // pending cells (indices into `cells`) whose dKL is measured
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (profile.measures_dkl(cells[i])) rerun.push_back(i);
+    }
+    tracker.report("layers", l, cells.size() - rerun.size(), 0);
     std::vector<MetricSum> kl(cells.size() * K);
-    parallel_for(cells.size() * K, threads, [&](size_t item) {
-      const size_t ci = item / K;
+    parallel_for(rerun.size() * K, threads, [&](size_t item) {
+      const size_t ci = rerun[item / K];
       const PromptCapture& cap = captures[kl_prompts[item % K]];
       std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers),
                                 KvPair::uniform(Format(FormatId::kF32)));
@@ -476,22 +504,29 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
       const RowMatrix logits =
           model.forward_from_layer(l, cap.layer_input[static_cast<size_t>(l)], cache, nullptr,
                                    {.logits_from_row = cap.kl_from});
-      kl[item] = kl_sum(cap.reference, logits);
+      kl[ci * K + item % K] = kl_sum(cap.reference, logits);
       tracker.report("layers", l, item % K == K - 1 ? 1 : 0, c.n_layers - l + 1);
     });
     dkl_s += seconds_since(dkl_start);
 
     for (size_t i = 0; i < cells.size(); ++i) {
-      MetricSum ek, ev, ea, eo, dkl;
+      MetricSum ek, ev, ea, eo, omse, dkl;
       for (size_t pr = 0; pr < n_prompts; ++pr) {
         ek.add(partials[pr].e_k[key_of[i]]);
         ev.add(partials[pr].e_v[value_of[i]]);
         ea.add(partials[pr].e_a[key_of[i]]);
         eo.add(partials[pr].e_o[i]);
+        omse.add(partials[pr].o_mse[i]);
       }
       for (size_t k = 0; k < K; ++k) dkl.add(kl[i * K + k]);
       ProfileCell cell = describe_cell(c, l, candidates[cells[i]], options.settings);
-      cell.metrics = {ek.mean(), ev.mean(), ea.mean(), eo.mean(), dkl.mean()};
+      cell.metrics = {ek.mean(),
+                      ev.mean(),
+                      ea.mean(),
+                      eo.mean(),
+                      dkl.mean(),
+                      omse.mean(),
+                      profile.measures_dkl(cells[i])};
       profile.cells[static_cast<size_t>(l)][cells[i]] = cell;
       ++cells_done;
     }
@@ -509,6 +544,7 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
                        {"metrics_s", metrics_s},
                        {"dkl_s", dkl_s},
                        {"total_s", total_s}};
+    estimate_unmeasured_dkl(profile);
     if (options.checkpoint) options.checkpoint(profile);
   }
   const double total_s = seconds_since(start);

@@ -14,7 +14,7 @@
 // and their sums are reduced in a fixed order, so the numbers do not depend on --threads, on the
 // shard layout or on resuming.
 //
-//   kvplan::ProfileOptions opt;  opt.candidates = kvplan::default_candidates();
+//   kvplan::ProfileOptions opt;  // default: the whole catalogue, keys and values independently
 //   kvplan::Profile p = kvplan::run_profile(model, calibration, opt);
 #pragma once
 
@@ -39,7 +39,11 @@ struct ProfileProgress {
 };
 
 struct ProfileOptions {
-  std::vector<KvPair> candidates;  // empty = default_candidates()
+  // Empty = catalog_side_candidates() (side_candidates.h): every catalogue format for keys and for
+  // values independently, dKL measured on the anchors and estimated for the rest.
+  std::vector<KvPair> candidates;
+  std::vector<bool> dkl_measured;  // [candidate]; empty = every candidate's dKL is measured
+  bool all_dkl = false;            // the default catalogue with every side's dKL measured
   QuantSettings settings;
   bool chunk_attends_quantized = true;  // see KvCacheOptions
   int kl_prompts = 8;                   // 0 = all prompts
@@ -54,8 +58,9 @@ struct ProfileOptions {
   std::function<void(const ProfileProgress&)> progress;  // serialized, from any thread
 };
 
-// K{8,4,2} x V{8,4,2} of the int formats: KV8, K8V4, K8V2, K4V8, KV4, K4V2, K2V8, K2V4, KV2.
-std::vector<KvPair> default_candidates();
+// K{8,4,2} x V{8,4,2} of the int formats: KV8, K8V4, K8V2, K4V8, KV4, K4V2, K2V8, K2V4, KV2
+// (KVTuner's joint pairs; `--candidates kvtuner`).
+std::vector<KvPair> kvtuner_candidates();
 
 // Parses "K8V4,KV4,q8_0/q4_0" (comma-separated KvPair names). Throws Error(kInvalidArgument) for an
 // unknown pair, a slot, a duplicate or an empty list.

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "profile/dkl_estimate.h"
 
 namespace kvplan {
 
@@ -65,6 +66,8 @@ Profile merge_profiles(const std::vector<Profile>& shards, const std::vector<std
     }
   }
   out.timings = {{"shards", timings}};
+  // A layer's anchors may have been in another shard than its estimated cells.
+  estimate_unmeasured_dkl(out);
   return out;
 }
 

@@ -41,6 +41,18 @@ TEST(FormatSize, UniformIntGroups) {
   EXPECT_EQ(bytes("int2", 3, 32), 4u + 1);
 }
 
+TEST(FormatSize, FixedGroupIntsIgnoreThePlanGroup) {
+  // int4_g64 at head_dim 128: two groups of [4 B scale+zero][32 B codes], whatever group is asked.
+  EXPECT_EQ(bytes("int4_g64", 128, 32), 2u * (4 + 32));
+  EXPECT_EQ(bytes("int4_g64", 128, 128), 2u * (4 + 32));
+  EXPECT_EQ(bytes("int8_g128", 128, 32), 4u + 128);
+  EXPECT_EQ(bytes("int2_g128", 256, 16), 2u * (4 + 32));
+  // head_dim 64: g128 is clamped to the row, one group of 64.
+  EXPECT_EQ(bytes("int4_g128", 64, 32), 4u + 32);
+  EXPECT_EQ(effective_group_size(Format::parse("int2_g64"), 100, 32), 64u);
+  EXPECT_DOUBLE_EQ(effective_bits(Format::parse("int4_g128"), 128, 32), 4.25);
+}
+
 TEST(FormatSize, GroupLargerThanRowIsClampedForInts) {
   // stories260K: head_dim 8 < group 32 -> one group of 8.
   EXPECT_EQ(effective_group_size(Format::parse("int4"), 8, 32), 8u);

@@ -19,7 +19,7 @@ TEST(Format, EveryNameParsesToItselfAndIdsAreUnique) {
     EXPECT_TRUE(ids.insert(static_cast<uint16_t>(info.id)).second) << info.name;
     EXPECT_GE(info.version, 1);
   }
-  EXPECT_EQ(ids.size(), 14u);  // f32 f16 bf16 int8 int4 int2 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl fp8 x2
+  EXPECT_EQ(ids.size(), 20u);  // f32 f16 bf16 int8 int4 int2 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl fp8 x2
 }
 
 TEST(Format, StableNumericIds) {

@@ -59,7 +59,13 @@ double error_bound(const Format& f, std::span<const float> group, float x, float
       return std::fabs(x) * std::ldexp(1.0, -8);
     case FormatId::kInt8:
     case FormatId::kInt4:
-    case FormatId::kInt2: {
+    case FormatId::kInt2:
+    case FormatId::kInt8G64:
+    case FormatId::kInt8G128:
+    case FormatId::kInt4G64:
+    case FormatId::kInt4G128:
+    case FormatId::kInt2G64:
+    case FormatId::kInt2G128: {
       const double levels = (1 << f.info().bits) - 1;
       const double step = (hi - lo) / levels;
       return 0.5 * step * (1 + 4 * u16) + (std::fabs(lo) + levels * step) * u16 +
@@ -156,7 +162,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"q8_0", 256, 32}, Case{"q4_0", 64, 32}, Case{"q4_0", 128, 32}, Case{"q4_1", 128, 32},
         Case{"q4_1", 256, 32}, Case{"q5_0", 128, 32}, Case{"q5_1", 128, 32}, Case{"q5_1", 96, 32},
         Case{"iq4_nl", 64, 32}, Case{"iq4_nl", 128, 32}, Case{"fp8_e4m3", 8, 32},
-        Case{"fp8_e4m3", 128, 32}, Case{"fp8_e5m2", 128, 32}, Case{"fp8_e5m2", 72, 32}),
+        Case{"fp8_e4m3", 128, 32}, Case{"fp8_e5m2", 128, 32}, Case{"fp8_e5m2", 72, 32},
+        // Fixed-group ints ignore the plan's group (32 here): one group of 64 / 128, or the row.
+        Case{"int8_g64", 128, 32}, Case{"int4_g64", 64, 32}, Case{"int4_g64", 100, 32},
+        Case{"int4_g128", 128, 32}, Case{"int4_g128", 8, 32}, Case{"int2_g64", 128, 32},
+        Case{"int2_g128", 256, 32}, Case{"int8_g128", 64, 32}),
     [](const auto& info) {
       return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
              std::to_string(info.param.group);

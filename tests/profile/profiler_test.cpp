@@ -3,6 +3,7 @@
 // exact zeros, and bad input is refused.
 #include "profile/profiler.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "core/file_io.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
+#include "profile/dkl_estimate.h"
 #include "profile/shard_merge.h"
 #include "test_paths.h"
 
@@ -124,7 +126,9 @@ LoadedModel* StoriesProfile::model_ = nullptr;
 CalibrationSet* StoriesProfile::calibration_ = nullptr;
 
 TEST_F(StoriesProfile, MetricsGrowAsBitsFallInEveryLayerAndKeysAreMoreSensitive) {
-  const Profile p = run(options());
+  ProfileOptions o = options();
+  o.candidates = kvtuner_candidates();
+  const Profile p = run(o);
   ASSERT_TRUE(p.complete());
   ASSERT_EQ(p.model.num_layers, 5);
   const double r4 = check_monotonic_and_ratio(p, "4");
@@ -145,6 +149,64 @@ TEST_F(StoriesProfile, MetricsGrowAsBitsFallInEveryLayerAndKeysAreMoreSensitive)
   }
   EXPECT_EQ(p.calibration.prompts, 8);
   EXPECT_EQ(p.calibration.kl_prompts, 4);
+}
+
+// The default: every catalogue format that packs head_dim 8, for keys and values separately; dKL
+// re-run only for the int4 anchors and their joint pair, estimated from o_mse for the rest.
+TEST_F(StoriesProfile, DefaultCatalogProfilesKeysAndValuesSeparately) {
+  const Profile p = run(options());
+  ASSERT_TRUE(p.complete());
+  std::vector<std::string> names, measured;
+  for (size_t c = 0; c < p.candidates.size(); ++c) {
+    names.push_back(p.candidates[c].name());
+    if (p.measures_dkl(c)) measured.push_back(p.candidates[c].name());
+  }
+  // No 32-value blocks on rows of 8; int*_g64/g128 pack exactly like int* there.
+  const std::vector<std::string> formats = {"f16",  "bf16",     "int8",    "int4",
+                                            "int2", "fp8_e4m3", "fp8_e5m2"};
+  std::vector<std::string> expected;
+  for (const std::string& f : formats) expected.push_back(f + "/f32");
+  for (const std::string& f : formats) expected.push_back("f32/" + f);
+  expected.push_back("KV4");
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(measured, (std::vector<std::string>{"int4/f32", "f32/int4", "KV4"}));
+  for (int l = 0; l < p.model.num_layers; ++l) {
+    const auto dkl = [&](const char* name) { return p.cell(l, index_of(p, name))->metrics.dkl; };
+    EXPECT_GT(dkl("int2/f32"), dkl("int4/f32")) << "layer " << l;
+    EXPECT_GT(dkl("int4/f32"), dkl("int8/f32")) << "layer " << l;
+    EXPECT_GT(dkl("f32/int2"), dkl("f32/int4")) << "layer " << l;
+    // Estimated cells share their side's alpha = dKL / o_mse with the anchor.
+    const ProfileCell* anchor = p.cell(l, index_of(p, "int4/f32"));
+    const ProfileCell* other = p.cell(l, index_of(p, "int2/f32"));
+    EXPECT_FALSE(other->metrics.dkl_measured);
+    EXPECT_NEAR(other->metrics.dkl / other->metrics.o_mse,
+                anchor->metrics.dkl / anchor->metrics.o_mse,
+                1e-9 * anchor->metrics.dkl / anchor->metrics.o_mse);
+  }
+  const ModelCheck additivity = additivity_check(p);
+  EXPECT_EQ(additivity.cells, p.model.num_layers);
+  std::printf("stories260K additivity KV4 vs K4 + V4: mean %.1f %%, worst %.1f %% (layer %d)\n",
+              100 * additivity.mean_abs_rel_error, 100 * additivity.max_abs_rel_error,
+              additivity.worst_layer);
+  EXPECT_LT(additivity.mean_abs_rel_error, 0.5);
+
+  // The estimate against a re-run for every side: same order, and printed accuracy.
+  ProfileOptions all = options();
+  all.all_dkl = true;
+  const Profile q = run(all);
+  double worst = 0;
+  for (int l = 0; l < q.model.num_layers; ++l) {
+    for (const char* name : {"int8/f32", "int2/f32", "f32/int8", "f32/int2"}) {
+      const double est = p.cell(l, index_of(p, name))->metrics.dkl;
+      const double real = q.cell(l, index_of(q, name))->metrics.dkl;
+      worst = std::max(worst, std::fabs(std::log(est / real)));
+    }
+    EXPECT_GT(q.cell(l, index_of(q, "int2/f32"))->metrics.dkl,
+              q.cell(l, index_of(q, "int4/f32"))->metrics.dkl);
+  }
+  std::printf(
+      "stories260K dKL estimated from o_mse vs re-run (int8, int2 sides): worst factor %.2f\n",
+      std::exp(worst));
 }
 
 TEST_F(StoriesProfile, RerunAndThreadCountGiveIdenticalBytes) {

@@ -20,6 +20,7 @@ SearchSpace space_of(int n_layers, uint32_t seed, double budget) {
     for (const LayerCandidate& c : l.candidates) g.choices.push_back(c.pair);
     s.groups.push_back(g);
   }
+  s.measure = MemoryMeasure::kBits;
   s.budget = budget;
   return s;
 }

@@ -15,7 +15,7 @@ namespace {
 // guess, so the first surrogate misranks plans and refits must fix it.
 struct HiddenModel {
   SearchSpace space;
-  std::vector<double> truth;
+  SurrogateModel truth;
   int calls = 0;
 
   double operator()(const std::vector<KvPair>& pairs) {
@@ -36,10 +36,12 @@ HiddenModel make_model(uint32_t seed) {
     for (const LayerCandidate& c : l.candidates) g.choices.push_back(c.pair);
     m.space.groups.push_back(g);
   }
+  m.space.measure = MemoryMeasure::kBits;
   m.space.budget = 4.0;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> w(0.1, 6.0);
-  for (size_t l = 0; l < m.space.layers.size(); ++l) m.truth.push_back(w(rng));
+  for (size_t l = 0; l < m.space.layers.size(); ++l) m.truth.weights.push_back(w(rng));
+  m.truth.interaction = 0.05;  // layers' errors compound a little
   return m;
 }
 
@@ -63,9 +65,15 @@ TEST(ValidationLoop, RefitsFindAPlanNoWorseThanTheFirstRound) {
   // Refitting moved the surrogate towards the hidden weights: its prediction of the chosen plan is
   // closer to the truth than the unweighted sum is.
   const auto e = layer_errors(model.space, r.chosen.assignment);
-  const double unweighted = predict(std::vector<double>(e.size(), 1.0), e);
-  EXPECT_LE(std::abs(predict(r.weights, e) - r.chosen.measured),
+  const double unweighted = predict({std::vector<double>(e.size(), 1.0), 0.0}, e);
+  EXPECT_LE(std::abs(predict(r.surrogate, e) - r.chosen.measured),
             std::abs(unweighted - r.chosen.measured) + 1e-12);
+  // Each round's exact front is non-dominated and within budget.
+  ASSERT_FALSE(r.exact.points.empty());
+  for (size_t i = 1; i < r.exact.points.size(); ++i) {
+    EXPECT_GT(r.exact.points[i].memory, r.exact.points[i - 1].memory);
+  }
+  EXPECT_LE(r.exact.points.back().memory, 4.0 + 1e-9);
 }
 
 TEST(ValidationLoop, DeterministicAndBudgetChecked) {
@@ -83,6 +91,29 @@ TEST(ValidationLoop, DeterministicAndBudgetChecked) {
   ValidationLoopOptions bad;
   bad.plans_per_round = 0;
   EXPECT_THROW(bad.validate(), Error);
+}
+
+TEST(ValidationLoop, AnExtraPlanThatMeasuresBestIsChosen) {
+  HiddenModel model = make_model(9);
+  // A uniform plan the hidden model likes more than anything searched: the loop must pick it.
+  ExtraPlan uniform{"uniform KV4",
+                    std::vector<KvPair>(model.space.layers.size(), KvPair::parse("KV4")), 4.0,
+                    std::vector<double>(model.space.layers.size(), 1.0)};
+  int calls = 0;
+  const MeasureFn measure = [&](const std::vector<KvPair>& pairs) {
+    ++calls;
+    return pairs == uniform.pairs ? -1.0 : model(pairs);
+  };
+  Nsga2Options search;
+  search.generations = 30;
+  const TuneResult r = run_validation_loop(model.space, search, measure, {}, {uniform});
+  EXPECT_EQ(r.chosen.name, "uniform KV4");
+  EXPECT_EQ(r.measured.front().name, "uniform KV4");
+  EXPECT_EQ(calls, static_cast<int>(r.measured.size()));
+  // An extra plan over the budget is not measured.
+  uniform.memory = 5.0;
+  const TuneResult over = run_validation_loop(model.space, search, measure, {}, {uniform});
+  for (const MeasuredPlan& m : over.measured) EXPECT_TRUE(m.name.empty());
 }
 
 }  // namespace
