@@ -14,8 +14,10 @@
 # tolerance of scripts/compare-plans.py: every layer's key and value formats identical, and every
 # measured mean KL (the plan's and each uniform baseline's) within 0.1 % relative. It also fails
 # when a committed report is not byte-identical to what `kvplan report` writes today from the
-# committed profile and plan. Measured on 2 busy cores: stories260k 5-25 s, smollm2-135m
-# (30 layers x 9 pairs, dKL on 8 prompts, 2 searches) 32 minutes.
+# committed profile and plan. Each model has one profile and a plan per budget (bytes per token),
+# plan-<bytes>.json with report-<bytes>.html/.md: stories260k at 320 (uniform int4 or fp8) and 360 B/token, smollm2-135m
+# at 5760 (uniform K4V2), 6480 (q4_0/q4_0) and 12240 (q8_0/q8_0) B/token. Every plan is chosen on
+# configs/calibration/selection.jsonl and measured on configs/calibration/report.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,25 +51,37 @@ model_file() {
   esac
 }
 
-# Profile + plan (4 equivalent bits) for every model; SmolLM2 also gets a 3-bit plan from the
-# same profile.
-make_plans() {  # MODEL OUT_DIR
-  local name="$1" out="$2" model
-  model="$(model_file "${name}")"
-  [[ -f "${model}" ]] || { echo "regenerate-reports: ${model} is missing" >&2; exit 2; }
-  "${kvplan}" tune --model "${model}" --max-bits 4 -o "${out}/plan.json" \
-    --profile-out "${out}/profile.json"
-  if [[ "${name}" == smollm2-135m ]]; then
-    "${kvplan}" search --profile "${out}/profile.json" --model "${model}" --max-bits 3 \
-      -o "${out}/plan-3bit.json"
-  fi
+budgets() {  # MODEL: the reference budgets, bytes per token; the first one is tuned
+  case "$1" in
+    stories260k) echo "320 360" ;;
+    smollm2-135m) echo "6480 12240 5760" ;;
+  esac
 }
 
-make_reports() {  # DIR: report.html and report.md from DIR/profile.json and DIR/plan.json
-  local dir="$1" format
-  for format in html md; do
-    "${kvplan}" -q report --profile "${dir}/profile.json" --plan "${dir}/plan.json" \
-      "${report_flags[@]}" --format "${format}" -o "${dir}/report.${format}"
+# One profile (tune at the first budget) and a plan per budget from it.
+make_plans() {  # MODEL OUT_DIR
+  local name="$1" out="$2" model first="" budget
+  model="$(model_file "${name}")"
+  [[ -f "${model}" ]] || { echo "regenerate-reports: ${model} is missing" >&2; exit 2; }
+  for budget in $(budgets "${name}"); do
+    if [[ -z "${first}" ]]; then
+      first="${budget}"
+      "${kvplan}" tune --model "${model}" --max-bytes-per-token "${budget}" \
+        -o "${out}/plan-${budget}.json" --profile-out "${out}/profile.json"
+    else
+      "${kvplan}" search --profile "${out}/profile.json" --model "${model}" \
+        --max-bytes-per-token "${budget}" -o "${out}/plan-${budget}.json"
+    fi
+  done
+}
+
+make_reports() {  # MODEL DIR: report-<bytes>.html/.md from DIR/profile.json and DIR/plan-<bytes>.json
+  local name="$1" dir="$2" format budget
+  for budget in $(budgets "${name}"); do
+    for format in html md; do
+      "${kvplan}" -q report --profile "${dir}/profile.json" --plan "${dir}/plan-${budget}.json" \
+        "${report_flags[@]}" --format "${format}" -o "${dir}/report-${budget}.${format}"
+    done
   done
 }
 
@@ -78,22 +92,23 @@ for name in stories260k smollm2-135m; do
   start=${SECONDS}
   echo "== ${name}"
   if [[ ${reports_only} -eq 1 ]]; then
-    make_reports "${dir}"
+    make_reports "${name}" "${dir}"
   elif [[ ${check} -eq 0 ]]; then
     tmp="$(mktemp -d)"
     make_plans "${name}" "${tmp}"
-    make_reports "${tmp}"
+    make_reports "${name}" "${tmp}"
     mkdir -p "${dir}"
-    cp "${tmp}"/*.json "${tmp}"/report.* "${dir}/"
+    rm -f "${dir}"/plan*.json "${dir}"/report*.html "${dir}"/report*.md
+    cp "${tmp}"/*.json "${tmp}"/report-* "${dir}/"
     rm -rf "${tmp}"
   else
     tmp="$(mktemp -d)"
     # The committed reports must be what the command writes today from the committed inputs.
-    cp "${dir}/profile.json" "${dir}/plan.json" "${tmp}/"
-    make_reports "${tmp}"
-    for format in html md; do
-      if ! cmp -s "${tmp}/report.${format}" "${dir}/report.${format}"; then
-        echo "regenerate-reports: ${dir}/report.${format} is stale (run --reports-only)" >&2
+    cp "${dir}/profile.json" "${dir}"/plan-*.json "${tmp}/"
+    make_reports "${name}" "${tmp}"
+    for report in "${tmp}"/report-*; do
+      if ! cmp -s "${report}" "${dir}/$(basename "${report}")"; then
+        echo "regenerate-reports: ${dir}/$(basename "${report}") is stale (run --reports-only)" >&2
         status=1
       fi
     done

@@ -342,7 +342,6 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
       {"validation_rounds", out.loop.rounds},
       {"exact_front_points", out.loop.exact.points.size()},
       {"exact_front_states", out.loop.exact.states},
-      {"exact_front_seconds", out.loop.exact.seconds},
       {"nsga2_front_points", out.loop.nsga.front.size()},
       {"unseeded_nsga2_coverage_of_exact_front", out.nsga_exact_coverage},
       {"clustering", out.cluster_note.empty() ? "off" : out.cluster_note},

@@ -35,7 +35,7 @@ struct TuneOptions {
   Nsga2Options search;
   ValidationLoopOptions loop;
   int uniform_validations = 2;  // best-predicted uniform configurations measured on SELECTION
-  int report_baselines = 8;     // uniform configurations within budget measured on REPORT (0: all)
+  int report_baselines = 4;     // uniform configurations within budget measured on REPORT (0: all)
   // Also measured on REPORT when within the budget: the engines' and KVTuner's usual settings.
   std::vector<std::string> reference_baselines = {
       "q8_0/q8_0", "q4_0/q4_0", "q8_0/q4_0", "KV8", "K8V4", "KV4", "K4V2", "KV2", "iq4_nl/iq4_nl"};

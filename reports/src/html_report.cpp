@@ -77,14 +77,23 @@ std::string plan_table(const ReportData& d) {
 }
 
 std::string front_table(const ReportData& d) {
-  std::string out =
-      "<table>\n<tr><th>equivalent bits</th><th>B/token</th><th>predicted error</th>"
-      "<th>measured mean KL</th></tr>\n";
-  for (const FrontPoint& f : d.front) {
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       format_significant(f.equivalent_bits, 4),
-                       format_count(static_cast<int64_t>(std::llround(f.bytes_per_token))),
-                       format_significant(f.predicted_error), optional_significant(f.mean_kl));
+  const std::vector<size_t> shown = front_rows_shown(d.front);
+  std::string out;
+  if (shown.size() < d.front.size()) {
+    out +=
+        fmt::format("<p>{} of {} front points shown (evenly spaced, and every measured one).</p>\n",
+                    shown.size(), d.front.size());
+  }
+  out +=
+      "<table>\n<tr><th class=\"l\">front</th><th>equivalent bits</th><th>B/token</th>"
+      "<th>predicted error</th><th>measured mean KL</th></tr>\n";
+  for (const size_t i : shown) {
+    const FrontPoint& f = d.front[i];
+    out += fmt::format(
+        "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        esc(f.source.empty() ? "search" : f.source), format_significant(f.equivalent_bits, 4),
+        format_count(static_cast<int64_t>(std::llround(f.bytes_per_token))),
+        format_significant(f.predicted_error), optional_significant(f.mean_kl));
   }
   return out + "</table>\n";
 }
@@ -93,11 +102,11 @@ std::string baseline_table(const ReportData& d) {
   std::string out =
       "<table>\n<tr><th class=\"l\">KV</th><th>equivalent bits</th><th>B/token</th>"
       "<th>within budget</th><th>mean KL</th><th>top-1</th><th>PPL</th>"
-      "<th>surrogate prediction</th></tr>\n";
+      "<th>surrogate prediction</th><th>plan - baseline KL [95 % CI]</th></tr>\n";
   if (d.plan_mean_kl) {
     out += fmt::format(
         "<tr class=\"plan\"><td class=\"l\">plan</td><td>{}</td><td>{}</td><td>yes</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td><td>{}</td><td></td></tr>\n",
         format_significant(d.summary.equivalent_bits, 4),
         format_count(static_cast<int64_t>(d.summary.bytes_per_token)),
         format_significant(*d.plan_mean_kl), d.plan_top1 ? format_percent(*d.plan_top1) : "n/a",
@@ -106,11 +115,12 @@ std::string baseline_table(const ReportData& d) {
   for (const BaselinePoint& b : d.baselines) {
     out += fmt::format(
         "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
         esc(b.kv), format_significant(b.equivalent_bits, 4),
         format_count(static_cast<int64_t>(b.bytes_per_token)), b.within_budget ? "yes" : "no",
         format_significant(b.mean_kl), format_percent(b.top1_agreement),
-        format_significant(b.ppl, 6), optional_significant(b.predicted_error));
+        format_significant(b.ppl, 6), optional_significant(b.predicted_error),
+        esc(kl_difference_text(b)));
   }
   return out + "</table>\n";
 }
@@ -183,9 +193,10 @@ std::string html_report(const ReportData& d) {
 
   h += "<h2 id=\"pareto\">Pareto front and uniform baselines</h2>\n";
   h += figure(pareto_chart(d),
-              "The search's front is ranked by the additive surrogate refit on real validations "
-              "(predicted error); held-out points are mean KL(exact || quantized) measured on the "
-              "real model with every layer quantized.");
+              "The exact front of the additive surrogate (line) and NSGA-II's front of the "
+              "corrected surrogate (crosses), refit on real validations (predicted error); "
+              "validated plans are mean KL(exact || quantized) measured on the selection text, "
+              "the chosen plan and the uniform baselines on the report text.");
   h += front_table(d);
 
   h += "<h2 id=\"memory\">Memory</h2>\n";

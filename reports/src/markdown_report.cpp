@@ -87,29 +87,38 @@ std::string markdown_report(const ReportData& d) {
   m += fmt::format("\n### e_o: {}\n\n", d.e_o.description) + heatmap_table(d.e_o, d.layers);
 
   m += "\n## Pareto front and uniform baselines\n\n";
-  m += "The search's front, ranked by the additive surrogate refit on real validations; "
-       "measured values are mean KL(exact || quantized) on held-out prompts.\n\n";
-  m += header({"equivalent bits", "B/token", "predicted error", "measured mean KL"}, 0);
-  for (const FrontPoint& f : d.front) {
-    m += row({format_significant(f.equivalent_bits, 4),
+  m += "The exact front of the additive surrogate (multiple-choice knapsack, `exact`) and "
+       "NSGA-II's front of the corrected surrogate (`nsga2`), as refit on real validations; "
+       "measured values are mean KL(exact || quantized) on the selection text. Plan and "
+       "baselines below are measured on the report text, which never chose anything.\n\n";
+  const std::vector<size_t> shown = front_rows_shown(d.front);
+  if (shown.size() < d.front.size()) {
+    m += fmt::format("{} of {} front points shown (evenly spaced, and every measured one).\n\n",
+                     shown.size(), d.front.size());
+  }
+  m += header({"front", "equivalent bits", "B/token", "predicted error", "measured mean KL"}, 1);
+  for (const size_t i : shown) {
+    const FrontPoint& f = d.front[i];
+    m += row({f.source.empty() ? "search" : f.source, format_significant(f.equivalent_bits, 4),
               format_count(static_cast<int64_t>(std::llround(f.bytes_per_token))),
               format_significant(f.predicted_error), optional_significant(f.mean_kl)});
   }
   m += "\n";
   m += header({"KV", "equivalent bits", "B/token", "within budget", "mean KL", "top-1", "PPL",
-               "surrogate prediction"});
+               "surrogate prediction", "plan - baseline KL [95 % CI]"});
   if (d.plan_mean_kl) {
     m += row({"**plan**", format_significant(d.summary.equivalent_bits, 4),
               format_count(static_cast<int64_t>(d.summary.bytes_per_token)), "yes",
               "**" + format_significant(*d.plan_mean_kl) + "**",
               d.plan_top1 ? format_percent(*d.plan_top1) : "n/a",
-              optional_significant(d.plan_ppl, 6), optional_significant(d.plan_predicted)});
+              optional_significant(d.plan_ppl, 6), optional_significant(d.plan_predicted), ""});
   }
   for (const BaselinePoint& b : d.baselines) {
     m += row({b.kv, format_significant(b.equivalent_bits, 4),
               format_count(static_cast<int64_t>(b.bytes_per_token)), b.within_budget ? "yes" : "no",
               format_significant(b.mean_kl), format_percent(b.top1_agreement),
-              format_significant(b.ppl, 6), optional_significant(b.predicted_error)});
+              format_significant(b.ppl, 6), optional_significant(b.predicted_error),
+              kl_difference_text(b)});
   }
 
   m += "\n## Memory\n\n";

@@ -226,15 +226,20 @@ Chart pareto_chart(const ReportData& d) {
           "", "");
     plmtex("l", 4.2, 0.5, 0.5, "error (log scale)");
 
-    // Search front (surrogate prediction), in memory order.
-    std::vector<PLFLT> fx, fy;
+    // Exact front of the additive surrogate (a line), in memory order; NSGA-II's front of the
+    // corrected surrogate as crosses.
+    std::vector<PLFLT> fx, fy, nx, ny;
     for (const FrontPoint& f : d.front) {
-      fx.push_back(f.memory);
-      fy.push_back(log10_or_floor(f.predicted_error));
+      (f.source == "nsga2" ? nx : fx).push_back(f.memory);
+      (f.source == "nsga2" ? ny : fy).push_back(log10_or_floor(f.predicted_error));
     }
     plcol0(series_color(0));
     if (fx.size() > 1) plline(static_cast<PLINT>(fx.size()), fx.data(), fy.data());
-    if (!fx.empty()) plstring(static_cast<PLINT>(fx.size()), fx.data(), fy.data(), "\u2022");
+    if (!fx.empty() && fx.size() <= 64) {
+      plstring(static_cast<PLINT>(fx.size()), fx.data(), fy.data(), "\u2022");
+    }
+    plcol0(series_color(3));
+    if (!nx.empty()) plstring(static_cast<PLINT>(nx.size()), nx.data(), ny.data(), "\u00d7");
     // Uniform baselines under the same surrogate.
     for (const BaselinePoint& b : d.baselines) {
       if (!b.predicted_error) continue;
@@ -264,11 +269,12 @@ Chart pareto_chart(const ReportData& d) {
     }
 
     plschr(0, 0.85);
-    draw_legend({{"search front, predicted", series_color(0), "\u2022", true, {}},
+    draw_legend({{"exact front, predicted", series_color(0), "\u2022", true, {}},
+                 {"NSGA-II front, predicted", series_color(3), "\u00d7", false, {}},
                  {"uniform, predicted", series_color(0), "\u25a1", false, {}},
-                 {"validated plans, measured", series_color(1), "\u25cf", false, {}},
-                 {"uniform, measured", series_color(2), "\u25a0", false, {}},
-                 {"chosen plan, measured", series_color(4), "\u2605", false, {}}},
+                 {"validated plans, selection text", series_color(1), "\u25cf", false, {}},
+                 {"uniform, report text", series_color(2), "\u25a0", false, {}},
+                 {"chosen plan, report text", series_color(4), "\u2605", false, {}}},
                 0.70, 0.99, 0.55, 0.90, false);
   });
   chart.svg = inline_svg(svg, chart.id, chart.title, size);

@@ -177,6 +177,25 @@ std::string scalar_text(const json& v) {
 
 }  // namespace
 
+std::string kl_difference_text(const BaselinePoint& b) {
+  if (!b.kl_difference) return "";
+  return fmt::format("{:+.4g} [{:+.4g}, {:+.4g}] {}", *b.kl_difference, *b.kl_difference_low,
+                     *b.kl_difference_high, b.verdict);
+}
+
+std::vector<size_t> front_rows_shown(const std::vector<FrontPoint>& front, size_t limit) {
+  const size_t n = front.size();
+  std::vector<bool> shown(n, n <= limit);
+  if (n > limit && limit >= 2) {
+    for (size_t k = 0; k < limit; ++k) shown[(k * (n - 1) + (limit - 1) / 2) / (limit - 1)] = true;
+  }
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < n; ++i) {
+    if (shown[i] || front[i].mean_kl) rows.push_back(i);
+  }
+  return rows;
+}
+
 ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan& named_plan,
                              const MemoryOptions& memory) {
   const Profile& profile = named_profile.profile;
@@ -245,6 +264,7 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     f.equivalent_bits = r.number(p, "equivalent_bits", where).value_or(by_bits ? f.memory : 0);
     f.bytes_per_token = r.number(p, "bytes_per_token", where).value_or(by_bits ? 0 : f.memory);
     f.mean_kl = r.number(p, "mean_kl", where);
+    f.source = r.string(p, "source", where);
     d.front.push_back(f);
   }
 
@@ -263,6 +283,14 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     p.mean_kl = r.required_number(b, "mean_kl", where);
     p.top1_agreement = r.number(b, "top1_agreement", where).value_or(0);
     p.ppl = r.number(b, "ppl", where).value_or(0);
+    if (b.contains("kl_difference") && b["kl_difference"].is_object()) {
+      const json& k = b["kl_difference"];
+      const std::string kw = where + ".kl_difference";
+      p.kl_difference = r.required_number(k, "plan_minus_baseline", kw);
+      p.kl_difference_low = r.required_number(k, "low", kw);
+      p.kl_difference_high = r.required_number(k, "high", kw);
+      p.verdict = r.string(k, "verdict", kw);
+    }
     // The surrogate the search ranked its front with, on the uniform assignment.
     if (const auto recorded = r.number(b, "predicted_error", where)) {
       p.predicted_error = *recorded;

@@ -56,7 +56,8 @@ struct LayerRow {
 // A point of the search's Pareto front (memory in the plan's memory measure).
 struct FrontPoint {
   double memory = 0, equivalent_bits = 0, bytes_per_token = 0, predicted_error = 0;
-  std::optional<double> mean_kl;  // measured on held-out prompts, where the search validated it
+  std::optional<double> mean_kl;  // measured on the selection text, where the search validated it
+  std::string source;             // "exact" (additive surrogate, DP), "nsga2" (corrected), or ""
 };
 
 struct BaselinePoint {
@@ -65,6 +66,9 @@ struct BaselinePoint {
   bool within_budget = false;
   double mean_kl = 0, top1_agreement = 0, ppl = 0;
   std::optional<double> predicted_error;  // under the refit surrogate; only for profiled pairs
+  // plan - baseline mean KL on the report text and its paired bootstrap 95 % interval.
+  std::optional<double> kl_difference, kl_difference_low, kl_difference_high;
+  std::string verdict;  // "plan lower", "plan higher", "no difference"
 };
 
 struct ValidationPoint {
@@ -112,6 +116,12 @@ struct ReportData {
 // Throws Error(kInvalidArgument) naming the file and field when the plan and the profile describe
 // different models (fingerprint, layer count), the profile is incomplete, a recorded field has
 // the wrong type, or the memory options are out of range.
+// "-0.0123 [-0.0150, -0.0097] plan lower", or "" when the baseline has no interval.
+std::string kl_difference_text(const BaselinePoint& b);
+
+// The front points a table shows: at most `limit` evenly spaced, plus every measured one.
+std::vector<size_t> front_rows_shown(const std::vector<FrontPoint>& front, size_t limit = 16);
+
 ReportData build_report_data(const NamedProfile& profile, const NamedPlan& plan,
                              const MemoryOptions& memory);
 

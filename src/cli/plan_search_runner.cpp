@@ -22,16 +22,36 @@ std::string file_name(const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }
 
-void refuse_overlap(const CalibrationSet& a, const CalibrationSet& b) {
-  const TextOverlap o = find_text_overlap(a.prompts, b.prompts);
+// Each sample's text as bytes (a dialogue's messages joined), the unit the overlap check compares.
+std::vector<std::vector<int32_t>> sample_bytes(const std::vector<CalibrationItem>& items) {
+  std::vector<std::vector<int32_t>> out;
+  for (const CalibrationItem& item : items) {
+    std::string text = item.text;
+    for (const ChatMessage& m : item.messages) text += m.content + "\n";
+    std::vector<int32_t> bytes;
+    for (const unsigned char c : text) bytes.push_back(c);
+    for (const int32_t t : item.tokens) bytes.push_back(256 + t);  // token-id samples as given
+    out.push_back(std::move(bytes));
+  }
+  return out;
+}
+
+struct NamedSamples {
+  std::string file;
+  std::vector<CalibrationItem> items;
+};
+
+void refuse_overlap(const NamedSamples& a, const NamedSamples& b) {
+  const TextOverlap o = find_text_overlap(sample_bytes(a.items), sample_bytes(b.items),
+                                          {.ngram_tokens = kOverlapBytes});
   if (!o.overlaps) return;
-  const auto item = [](const CalibrationSet& s, size_t prompt) {
-    return s.sample_of.empty() ? static_cast<int>(prompt) + 1 : s.sample_of[prompt] + 1;
-  };
   fail(ErrorCode::kInvalidArgument,
-       "{} (sample {}) and {} (sample {}) overlap: {}; the calibration, selection and report "
-       "texts must be disjoint (--allow-overlap to accept it)",
-       a.source, item(a, o.sample_a), b.source, item(b, o.sample_b), o.reason);
+       "{} (line {}) and {} (line {}) overlap: they share {}; the calibration, selection and "
+       "report texts must be disjoint (--allow-overlap to accept it)",
+       a.file, a.items[o.sample_a].line, b.file, b.items[o.sample_b].line,
+       o.reason.find("identical") != std::string::npos
+           ? std::string("an identical sample")
+           : fmt::format("a run of {} bytes or more", kOverlapBytes));
 }
 
 void print_result(const search::TuneOutput& out, const search::TuneOptions& options,
@@ -58,7 +78,7 @@ void print_result(const search::TuneOutput& out, const search::TuneOptions& opti
       "search      exact front %zu points (%zu states, %.3f s); NSGA-II front %zu points; an "
       "unseeded NSGA-II finds %.1f %% of the exact front within 0.5 %%\n",
       pv["exact_front_points"].get<size_t>(), pv["exact_front_states"].get<size_t>(),
-      pv["exact_front_seconds"].get<double>(), pv["nsga2_front_points"].get<size_t>(),
+      out.loop.exact.seconds, pv["nsga2_front_points"].get<size_t>(),
       100 * out.nsga_exact_coverage);
   std::printf(
       "            %d rounds, %zu evaluations on selection, %zu on report; rank "
@@ -103,22 +123,29 @@ void print_result(const search::TuneOutput& out, const search::TuneOptions& opti
 }  // namespace
 
 PlanTexts load_plan_texts(const SearchFlags& flags, const Tokenizer& tokenizer,
-                          const ModelConfig& config, const CalibrationSet* calibration) {
-  const CalibrationOptions windows{.max_tokens = flags.ctx, .num_prompts = 0, .chunk = true};
-  PlanTexts t{load_calibration(selection_path(flags), tokenizer, config, windows),
-              load_calibration(report_path(flags), tokenizer, config, windows)};
+                          const ModelConfig& config,
+                          const std::filesystem::path* calibration_file) {
+  const CalibrationOptions windows{.max_tokens = flags.ctx,
+                                   .num_prompts = 0,
+                                   .chunk = true,
+                                   .max_windows = flags.windows_per_sample};
+  const NamedSamples selection{selection_path(flags), read_calibration_file(selection_path(flags))};
+  const NamedSamples report{report_path(flags), read_calibration_file(report_path(flags))};
   if (!flags.allow_overlap) {
-    refuse_overlap(t.selection, t.report);
-    if (calibration != nullptr) {
-      refuse_overlap(*calibration, t.selection);
-      refuse_overlap(*calibration, t.report);
+    refuse_overlap(selection, report);
+    if (calibration_file != nullptr) {
+      const NamedSamples calibration{calibration_file->string(),
+                                     read_calibration_file(*calibration_file)};
+      refuse_overlap(calibration, selection);
+      refuse_overlap(calibration, report);
     } else {
       spdlog::warn(
           "the calibration text is not at hand: only selection vs report was checked for "
           "overlap");
     }
   }
-  return t;
+  return {tokenize_calibration(selection.items, selection.file, tokenizer, config, windows),
+          tokenize_calibration(report.items, report.file, tokenizer, config, windows)};
 }
 
 void search_and_write_plan(const Profile& profile, const ModelWeights& weights,

@@ -3,6 +3,7 @@
 // measure on report, write plan.json and print what was chosen.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include "cli/search_flags.h"
@@ -14,13 +15,15 @@
 namespace kvplan::cli {
 
 // The selection and report texts in windows of --ctx tokens, checked to be disjoint from each
-// other and from the calibration text when it is at hand (Error kInvalidArgument naming both
-// files otherwise).
+// other and from the calibration file when it is given (Error kInvalidArgument naming both
+// files otherwise). Overlap is judged on the files' text, whatever the tokenizer: an identical
+// sample, or a run of kOverlapBytes bytes that two samples share.
 struct PlanTexts {
   CalibrationSet selection, report;
 };
+inline constexpr size_t kOverlapBytes = 64;
 PlanTexts load_plan_texts(const SearchFlags& flags, const Tokenizer& tokenizer,
-                          const ModelConfig& config, const CalibrationSet* calibration);
+                          const ModelConfig& config, const std::filesystem::path* calibration_file);
 
 void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
                            const PlanTexts& texts, const SearchFlags& flags,

@@ -16,6 +16,7 @@
 #include "core/json_text.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
+#include "profile/dkl_estimate.h"
 #include "profile/profile_summary.h"
 #include "profile/profiler.h"
 #include "profile/progress.h"
@@ -66,6 +67,21 @@ nlohmann::ordered_json summary_json(const Profile& p) {
       }
     }
   }
+  if (p.complete()) {
+    const ModelCheck a = additivity_check(p);
+    if (a.cells > 0) {
+      j["additivity"] = {{"joint_cells", a.cells},
+                         {"mean_abs_rel_error", a.mean_abs_rel_error},
+                         {"max_abs_rel_error", a.max_abs_rel_error},
+                         {"worst_layer", a.worst_layer},
+                         {"worst_pair", a.worst_pair}};
+    }
+  }
+  size_t measured = 0;
+  for (const auto& row : p.cells) {
+    for (const auto& c : row) measured += c && c->metrics.dkl_measured;
+  }
+  j["dkl_measured_cells"] = measured;
   const std::string v = monotonicity_violations(p);
   j["monotonic_kv8_kv4_kv2"] = v.empty();
   if (!v.empty()) j["monotonicity_violations"] = v;
@@ -94,8 +110,20 @@ void print_summary(const Profile& p, const std::string& path, bool json) {
                   k.c_str(), v.get<double>());
     }
   }
+  std::printf("dKL          re-run for %zu cells, estimated from o_mse for the other %zu\n",
+              s["dkl_measured_cells"].get<size_t>(),
+              p.n_present() - s["dkl_measured_cells"].get<size_t>());
+  if (s.contains("additivity")) {
+    const auto& a = s["additivity"];
+    std::printf(
+        "additivity   joint pair vs its key + value sides: mean %.1f %%, worst %.1f %% "
+        "(layer %d, %s) over %d layers\n",
+        100 * a["mean_abs_rel_error"].get<double>(), 100 * a["max_abs_rel_error"].get<double>(),
+        a["worst_layer"].get<int>(), a["worst_pair"].get<std::string>().c_str(),
+        a["joint_cells"].get<int>());
+  }
   if (p.complete()) {
-    std::printf("KV8<KV4<KV2  %s\n", s["monotonic_kv8_kv4_kv2"].get<bool>()
+    std::printf("8<4<2 bits   %s\n", s["monotonic_kv8_kv4_kv2"].get<bool>()
                                          ? "every metric, every layer"
                                          : s["monotonicity_violations"].get<std::string>().c_str());
   }

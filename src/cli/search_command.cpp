@@ -32,12 +32,12 @@ void run_search(const SearchCommandOptions& o) {
   const std::filesystem::path prompts = o.prompts.empty()
                                             ? config_dir() / "calibration" / "default.jsonl"
                                             : std::filesystem::path(o.prompts);
-  std::optional<CalibrationSet> calibration;
+  std::optional<std::filesystem::path> calibration;
   if (std::filesystem::exists(prompts)) {
-    CalibrationSet c = load_calibration(prompts, *tokenizer, weights.config,
-                                        {.max_tokens = profile.calibration.max_tokens});
+    const CalibrationSet c = load_calibration(prompts, *tokenizer, weights.config,
+                                              {.max_tokens = profile.calibration.max_tokens});
     if (hash_hex(c.hash) == profile.calibration.hash) {
-      calibration = std::move(c);
+      calibration = prompts;
     } else if (!o.prompts.empty()) {
       fail(ErrorCode::kInvalidArgument,
            "--prompts {}: its tokens hash to {}, the profile was made on {} ({})", o.prompts,

@@ -47,7 +47,10 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
   cmd->add_option("--report", f.report,
                   "Report text: measures the chosen plan and the baselines, never chooses");
   cmd->add_option("--ctx", f.ctx,
-                  "Tokens per window of the selection and report texts (long samples are split)");
+                  "Tokens per window of the selection and report texts (default 1024)");
+  cmd->add_option("--windows-per-sample", f.windows_per_sample,
+                  "Windows of --ctx tokens taken from each selection/report sample (default 1: "
+                  "the first; 0: the whole sample)");
   cmd->add_flag("--allow-overlap", f.allow_overlap,
                 "Accept calibration, selection and report texts that share samples or 13-token "
                 "runs");
@@ -129,6 +132,10 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
     fail(ErrorCode::kInvalidArgument, "--uniform-validations and --report-baselines must be >= 0");
   }
   if (f.ctx < 16) fail(ErrorCode::kInvalidArgument, "--ctx {}: expected at least 16", f.ctx);
+  if (f.windows_per_sample < 0) {
+    fail(ErrorCode::kInvalidArgument, "--windows-per-sample {}: expected >= 0",
+         f.windows_per_sample);
+  }
   o.uniform_validations = f.uniform_validations;
   o.report_baselines = f.report_baselines;
   o.dbscan = {.eps = f.eps, .min_samples = f.min_samples};

@@ -23,12 +23,13 @@ struct SearchFlags {
   double eps = 0.05;
   int min_samples = 2;
   unsigned population = 64, generations = 200, seed = 42, islands = 2;
-  int max_rounds = 4, plans_per_round = 3, max_evaluations = 12;
-  int uniform_validations = 2, report_baselines = 8;
+  int max_rounds = 4, plans_per_round = 3, max_evaluations = 8;
+  int uniform_validations = 2, report_baselines = 4;
   std::string
       selection;       // chooses among validated plans; default configs/calibration/selection.jsonl
   std::string report;  // measures the chosen plan and baselines; default .../report.jsonl
   int ctx = 1024;      // tokens per window of the selection and report texts
+  int windows_per_sample = 1;
   bool allow_overlap = false;
 };
 

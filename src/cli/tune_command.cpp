@@ -14,6 +14,7 @@
 #include "model/transformer.h"
 #include "profile/profiler.h"
 #include "profile/progress.h"
+#include "profile/side_candidates.h"
 
 namespace kvplan::cli {
 namespace {
@@ -25,14 +26,38 @@ struct TuneCommandOptions {
   bool json = false;
 };
 
+// A byte budget no plan can meet is refused from the formats' sizes, before profiling.
+void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const ModelConfig& c,
+                                       const ProfileOptions& p) {
+  if (t.measure != search::MemoryMeasure::kBytes) return;
+  double budget = t.budget;
+  if (t.max_effective_bits > 0) {
+    double values = 0;
+    for (const int heads : c.n_kv_heads) values += 2.0 * heads * c.head_dim;
+    budget = t.max_effective_bits * values / 8;
+  }
+  const std::vector<KvPair> candidates =
+      p.candidates.empty() ? catalog_side_candidates(c, p.settings, {}).candidates : p.candidates;
+  const double smallest = smallest_plan_bytes(c, p.settings, candidates);
+  if (smallest > budget * (1 + 1e-12)) {
+    fail(ErrorCode::kInvalidArgument,
+         "budget {} = {:.1f} bytes per token: the smallest possible plan takes {} bytes per token "
+         "(every layer in its smallest candidate)",
+         t.budget_description, budget, smallest);
+  }
+}
+
 void run_tune(const TuneCommandOptions& o) {
   ProfileOptions opt = profile_options_from_flags(o.profile);
-  (void)tune_options_from_flags(o.flags);  // refuse bad search flags before the long profile
+  // Bad search flags are refused before the long profile.
+  const search::TuneOptions search_options = tune_options_from_flags(o.flags);
 
   const ProfileInputs in = load_profile_inputs(o.model, o.profile);
+  refuse_budget_below_smallest_plan(search_options, in.weights.config, opt);
   // Every input is checked before the long profile: the texts and their overlap.
+  const std::filesystem::path calibration_file = calibration_path(o.profile);
   const PlanTexts texts =
-      load_plan_texts(o.flags, *in.tokenizer, in.weights.config, &in.calibration);
+      load_plan_texts(o.flags, *in.tokenizer, in.weights.config, &calibration_file);
   const Transformer model(in.weights);
   ProgressPrinter printer(stderr);
   opt.progress = [&](const ProfileProgress& p) { printer.update(p); };

@@ -96,9 +96,9 @@ PlanSummary summarize_plan(const Plan& plan) {
 Plan plan_from_json(const json& j, const std::string& source) {
   if (!j.is_object()) fail(ErrorCode::kInvalidArgument, "{}: expected a JSON object", source);
   const std::string schema = required_string(j, "schema", source);
-  if (schema != kPlanSchema) {
-    fail(ErrorCode::kInvalidArgument, "{}: field 'schema' is '{}', expected '{}'", source, schema,
-         kPlanSchema);
+  if (schema != kPlanSchema && schema != kPlanSchemaV1) {
+    fail(ErrorCode::kInvalidArgument, "{}: field 'schema' is '{}', expected '{}' (or '{}')", source,
+         schema, kPlanSchema, kPlanSchemaV1);
   }
   Plan plan;
   plan.tool_version = required_string(j, "tool_version", source);

@@ -1,6 +1,7 @@
-// The precision plan (plan.json, schema "kvplan.plan/v1", ARCHITECTURE §3.2): which (key, value)
-// format each layer uses, under which quantization settings, for which model — plus what was
-// measured about it. Read and validated here; written atomically by write_plan.
+// The precision plan (plan.json, schema "kvplan.plan/v2", docs/plan-schema.md, ARCHITECTURE
+// §3.2): which (key, value) format each layer uses, under which quantization settings, for which
+// model — plus what was measured about it. Read and validated here; written atomically by
+// write_plan.
 //
 //   kvplan::Plan plan = kvplan::read_plan("plan.json");
 //   kvplan::check_plan_matches(plan, geometry, "model.gguf");   // refuses a plan for another model
@@ -21,7 +22,10 @@
 
 namespace kvplan {
 
-inline constexpr const char* kPlanSchema = "kvplan.plan/v1";
+inline constexpr const char* kPlanSchema = "kvplan.plan/v2";
+// v1 plans (KVTuner's int pairs, nominal-bit budgets, one held-out set) still load;
+// docs/plan-schema.md says what v2 adds.
+inline constexpr const char* kPlanSchemaV1 = "kvplan.plan/v1";
 
 struct PlanModel {
   std::string name;

@@ -6,7 +6,9 @@ namespace kvplan {
 
 uint64_t plan_fingerprint(const Plan& plan) {
   Hasher h;
-  h.update(kPlanSchema);
+  // The layout the stored bytes depend on, not the file's schema: a v1 plan and the same plan
+  // written as v2 describe the same pages.
+  h.update("kvplan.plan/v1");
   h.update(plan.model.fingerprint);
   h.update(plan.model.architecture);
   h.update_u64(static_cast<uint64_t>(plan.model.geometry.n_layers()));

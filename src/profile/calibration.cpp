@@ -210,7 +210,9 @@ CalibrationSet tokenize_calibration(const std::vector<CalibrationItem>& items,
       const bool leading_bos = bos && ids.front() == *bos;
       const size_t body = leading_bos ? 1 : 0;  // where the text's own tokens start
       const size_t per_window = static_cast<size_t>(limit) - body;
+      int windows = 0;
       for (size_t start = body; start < ids.size(); start += per_window) {
+        if (options.max_windows > 0 && windows++ == options.max_windows) break;
         const size_t end = std::min(ids.size(), start + per_window);
         if (start > body && end - start + body < static_cast<size_t>(kMinWindowTokens)) break;
         std::vector<int32_t> window;

@@ -39,6 +39,7 @@ struct CalibrationOptions {
   // long sample is used (each window starts with BOS when the sample did, as llama-perplexity's
   // chunks do). A last window shorter than kMinWindowTokens is dropped.
   bool chunk = false;
+  int max_windows = 0;  // with chunk: at most this many windows per sample (0 = all)
 };
 
 inline constexpr int kMinWindowTokens = 16;

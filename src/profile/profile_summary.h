@@ -16,14 +16,16 @@ namespace kvplan {
 double cell_metric(const CellMetrics& m, std::string_view metric);
 
 // sum over layers of metric(K=low, V=high) / sum over layers of metric(K=high, V=low), e.g.
-// dKL(K2V8) / dKL(K8V2): > 1 when keys are the more sensitive side. Empty when either pair is not a
-// candidate or a layer lacks it.
+// dKL(K2V8) / dKL(K8V2): > 1 when keys are the more sensitive side. In a side profile the other
+// side is exact instead: dKL(int2 keys alone) / dKL(int2 values alone). Empty when either pair is
+// not a candidate or a layer lacks it.
 std::optional<double> key_value_sensitivity_ratio(const Profile& profile, std::string_view metric,
                                                   std::string_view high_format,
                                                   std::string_view low_format);
 
 // Layers where the uniform pairs KV8, KV4, KV2 (when all are candidates) do not give
-// metric(KV8) < metric(KV4) < metric(KV2) for every metric; "" when none. e.g. "layer 3 e_a".
+// metric(KV8) < metric(KV4) < metric(KV2) for every metric — or, in a side profile, where int8 <
+// int4 < int2 fails for keys alone or values alone; "" when none. e.g. "layer 3 e_a".
 std::string monotonicity_violations(const Profile& profile);
 
 }  // namespace kvplan

@@ -1,6 +1,7 @@
 #include "profile/side_candidates.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -45,6 +46,33 @@ CandidateSide candidate_side(const KvPair& pair) {
 
 Format side_format(const KvPair& pair) {
   return candidate_side(pair) == CandidateSide::kValueOnly ? pair.value : pair.key;
+}
+
+double smallest_plan_bytes(const ModelConfig& config, const QuantSettings& settings,
+                           const std::vector<KvPair>& candidates) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  double total = 0;
+  for (int l = 0; l < config.n_layers; ++l) {
+    const size_t L = static_cast<size_t>(l);
+    const KvLayerGeometry g{config.n_kv_heads[L], config.head_dim, config.sliding_window[L]};
+    double key = kNone, value = kNone, joint = kNone;
+    for (const KvPair& p : candidates) {
+      const LayerTokenBytes b = layer_bytes_per_token(g, p, settings, l);
+      switch (candidate_side(p)) {
+        case CandidateSide::kKeyOnly:
+          key = std::min(key, b.key);
+          break;
+        case CandidateSide::kValueOnly:
+          value = std::min(value, b.value);
+          break;
+        case CandidateSide::kJoint:
+          joint = std::min(joint, b.total());
+          break;
+      }
+    }
+    total += key < kNone && value < kNone ? std::min(key + value, joint) : joint;
+  }
+  return total;
 }
 
 Format anchor_format(const std::vector<Format>& available) {

@@ -10,13 +10,20 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 14u);
+  ASSERT_EQ(j["formats"].size(), 20u);
   for (const auto& f : j["formats"]) {
     if (f["name"] == "q4_0") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
     }
     if (f["name"] == "int2") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 48);
+    }
+    // Their own group of 64 / 128: 2 x (4 B + 32 B) and 4 B + 64 B.
+    if (f["name"] == "int4_g64") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
+    }
+    if (f["name"] == "int4_g128") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 68);
     }
   }
   const RunResult small = run_kvplan("formats --head-dim 8");

@@ -16,6 +16,12 @@ static_assert(kFmtF32 == static_cast<uint16_t>(FormatId::kF32) &&
               kFmtInt8 == static_cast<uint16_t>(FormatId::kInt8) &&
               kFmtInt4 == static_cast<uint16_t>(FormatId::kInt4) &&
               kFmtInt2 == static_cast<uint16_t>(FormatId::kInt2) &&
+              kFmtInt8G64 == static_cast<uint16_t>(FormatId::kInt8G64) &&
+              kFmtInt8G128 == static_cast<uint16_t>(FormatId::kInt8G128) &&
+              kFmtInt4G64 == static_cast<uint16_t>(FormatId::kInt4G64) &&
+              kFmtInt4G128 == static_cast<uint16_t>(FormatId::kInt4G128) &&
+              kFmtInt2G64 == static_cast<uint16_t>(FormatId::kInt2G64) &&
+              kFmtInt2G128 == static_cast<uint16_t>(FormatId::kInt2G128) &&
               kFmtQ8_0 == static_cast<uint16_t>(FormatId::kQ8_0) &&
               kFmtQ4_0 == static_cast<uint16_t>(FormatId::kQ4_0) &&
               kFmtQ4_1 == static_cast<uint16_t>(FormatId::kQ4_1) &&

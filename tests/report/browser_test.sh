@@ -23,7 +23,7 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 reference="${source_dir}/reports/stories260k"
-"${kvplan}" -q report --profile "${reference}/profile.json" --plan "${reference}/plan.json" \
+"${kvplan}" -q report --profile "${reference}/profile.json" --plan "${reference}/plan-320.json" \
   -o "${work}/report.html"
 
 # Chromium as root needs --no-sandbox; a private profile and HOME keep runs independent, and

@@ -3,8 +3,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/run_kvplan.h"
 
@@ -27,13 +29,20 @@ class ReportCommand : public ::testing::Test {
   fs::path dir_;
 };
 
+// The reference budgets of scripts/regenerate-reports.sh, bytes per token.
+const std::vector<std::pair<std::string, std::string>> kReferences = {{"stories260k", "320"},
+                                                                      {"stories260k", "360"},
+                                                                      {"smollm2-135m", "6480"},
+                                                                      {"smollm2-135m", "12240"},
+                                                                      {"smollm2-135m", "5760"}};
+
 TEST_F(ReportCommand, CommittedReferenceReportsAreWhatTheCommandWritesToday) {
-  for (const std::string model : {"stories260k", "smollm2-135m"}) {
+  for (const auto& [model, budget] : kReferences) {
     for (const std::string format : {"html", "md"}) {
-      const std::string file = "report." + format;
-      const RunResult r =
-          run_kvplan("-q report --profile " + reference(model, "profile.json") + " --plan " +
-                     reference(model, "plan.json") + " --format " + format + " -o " + out(file));
+      const std::string file = "report-" + budget + "." + format;
+      const RunResult r = run_kvplan("-q report --profile " + reference(model, "profile.json") +
+                                     " --plan " + reference(model, "plan-" + budget + ".json") +
+                                     " --format " + format + " -o " + out(file));
       ASSERT_EQ(r.exit_code, 0) << r.err;
       // Compared without printing: a report is hundreds of KB.
       EXPECT_TRUE(slurp(out(file)) == slurp(reference(model, file)))
@@ -43,9 +52,29 @@ TEST_F(ReportCommand, CommittedReferenceReportsAreWhatTheCommandWritesToday) {
   }
 }
 
+// The claim the reference plans stand for: on the report text, each plan's mean KL is at most the
+// best uniform configuration's within its budget, and at most 0.9 x at two budgets or more.
+TEST_F(ReportCommand, ReferencePlansBeatTheBestUniformConfigurationOnTheReportText) {
+  for (const std::string model : {"stories260k", "smollm2-135m"}) {
+    int clear_wins = 0;
+    for (const auto& [m, budget] : kReferences) {
+      if (m != model) continue;
+      const nlohmann::json plan =
+          nlohmann::json::parse(slurp(reference(model, "plan-" + budget + ".json")));
+      const double kl = plan["quality"]["mean_kl"].get<double>();
+      double best = 1e300;
+      for (const auto& b : plan["baselines"]) best = std::min(best, b["mean_kl"].get<double>());
+      EXPECT_LE(kl, best) << model << " at " << budget << " B/token";
+      EXPECT_EQ(plan["summary"]["bytes_per_token"].get<double>() <= std::stod(budget), true);
+      clear_wins += kl <= 0.9 * best;
+    }
+    EXPECT_GE(clear_wins, 2) << model;
+  }
+}
+
 TEST_F(ReportCommand, SameInputsSameBytes) {
   const std::string args = "-q report --profile " + reference("stories260k", "profile.json") +
-                           " --plan " + reference("stories260k", "plan.json") +
+                           " --plan " + reference("stories260k", "plan-320.json") +
                            " --gpu-memory 24GiB --weights-bytes 1GiB --context 8K,32K -o ";
   ASSERT_EQ(run_kvplan(args + out("a.html")).exit_code, 0);
   ASSERT_EQ(run_kvplan(args + out("b.html")).exit_code, 0);
@@ -63,7 +92,7 @@ void expect_one_line_error(const RunResult& r, const std::string& mentions) {
 }
 
 TEST_F(ReportCommand, BadInputIsOneLineAndExitCode2) {
-  const std::string plan = reference("stories260k", "plan.json");
+  const std::string plan = reference("stories260k", "plan-320.json");
   const std::string profile = reference("stories260k", "profile.json");
   expect_one_line_error(run_kvplan("report --profile " + out("absent.json") + " --plan " + plan +
                                    " -o " + out("r.html")),
@@ -77,9 +106,10 @@ TEST_F(ReportCommand, BadInputIsOneLineAndExitCode2) {
                                    " -o " + out("r.html")),
                         "wrong.json");
   // A plan for SmolLM2 with the stories260K profile.
-  expect_one_line_error(run_kvplan("report --profile " + profile + " --plan " +
-                                   reference("smollm2-135m", "plan.json") + " -o " + out("r.html")),
-                        "fingerprint");
+  expect_one_line_error(
+      run_kvplan("report --profile " + profile + " --plan " +
+                 reference("smollm2-135m", "plan-6480.json") + " -o " + out("r.html")),
+      "fingerprint");
   expect_one_line_error(run_kvplan("report --profile " + profile + " --plan " + plan +
                                    " --format pdf -o " + out("r.html")),
                         "--format");
