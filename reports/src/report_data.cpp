@@ -337,14 +337,33 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   if (d.plan_predicted) add_fact(vf, "surrogate prediction", format_significant(*d.plan_predicted));
   if (q.contains("data")) {
     const json& data = q.at("data");
-    add_fact(vf, "held-out prompts", r.string(data, "source", "quality.data"));
-    add_fact(vf, "held-out hash", r.string(data, "hash", "quality.data"));
+    add_fact(vf, "measured on (report text)", r.string(data, "source", "quality.data"));
+    add_fact(vf, "report text hash", r.string(data, "hash", "quality.data"));
     if (const auto t = r.number(data, "tokens", "quality.data")) {
-      add_fact(vf, "held-out tokens", format_count(static_cast<int64_t>(*t)));
+      add_fact(vf, "report text tokens", format_count(static_cast<int64_t>(*t)));
     }
     if (const auto s = r.number(data, "scored", "quality.data")) {
       add_fact(vf, "scored positions", format_count(static_cast<int64_t>(*s)));
     }
+  }
+  if (q.contains("selection")) {
+    const json& sel = q.at("selection");
+    add_fact(vf, "chosen on (selection text)", r.string(sel, "source", "quality.selection"));
+    add_fact(vf, "chosen as", r.string(q, "chosen_as", "quality"));
+    if (const auto k = r.number(q, "selection_mean_kl", "quality")) {
+      add_fact(vf, "mean KL on the selection text", format_significant(*k));
+    }
+    if (const auto c = r.number(q, "rank_correlation_predicted_measured", "quality")) {
+      add_fact(vf, "rank correlation, predicted vs measured", format_significant(*c, 3));
+    }
+  }
+  if (q.contains("best_uniform")) {
+    const json& b = q.at("best_uniform");
+    add_fact(
+        vf, "best uniform configuration within the budget",
+        fmt::format("{}: mean KL {}; plan / best = {}", r.string(b, "kv", "quality.best_uniform"),
+                    format_significant(r.required_number(b, "mean_kl", "quality.best_uniform")),
+                    format_significant(r.required_number(b, "ratio", "quality.best_uniform"), 3)));
   }
 
   // Memory: the plan, bf16 and every uniform baseline the model can pack, by memory_estimate.

@@ -25,7 +25,7 @@ std::string summary_line(const ReportData& d) {
   if (d.plan_mean_kl) {
     s += fmt::format("; mean KL {} vs exact KV", format_significant(*d.plan_mean_kl));
     if (d.plan_top1) s += fmt::format(", top-1 agreement {}", format_percent(*d.plan_top1));
-    s += d.validated ? " (validated on held-out prompts)" : " (not validated)";
+    s += d.validated ? " (measured on the report text)" : " (not validated)";
   }
   if (!d.budget.empty()) s += fmt::format("; budget {}", d.budget);
   return s;
