@@ -1,0 +1,96 @@
+// The side-candidate catalogue, the smallest plan it allows, and the dKL estimate and additivity
+// check on hand-built profiles whose answers are worked out here.
+#include "profile/side_candidates.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "profile/dkl_estimate.h"
+
+namespace kvplan {
+namespace {
+
+ModelConfig config(int layers, int kv_heads, int head_dim) {
+  ModelConfig c;
+  c.n_layers = layers;
+  c.n_heads = kv_heads * 3;
+  c.n_kv_heads.assign(static_cast<size_t>(layers), kv_heads);
+  c.head_dim = head_dim;
+  c.sliding_window.assign(static_cast<size_t>(layers), 0);
+  return c;
+}
+
+TEST(SideCandidates, WholeCatalogueForKeysAndValuesWithAnchors) {
+  const SideCandidates s = catalog_side_candidates(config(2, 3, 64), {}, {});
+  // 19 formats per side survive at head_dim 64 (g128 packs like g64 on 64-value rows), + joint.
+  ASSERT_EQ(s.candidates.size(), 2u * 16u + 1u);
+  EXPECT_EQ(s.skipped.size(), 6u);
+  EXPECT_EQ(candidate_side(s.candidates.front()), CandidateSide::kKeyOnly);
+  EXPECT_EQ(candidate_side(s.candidates[16]), CandidateSide::kValueOnly);
+  EXPECT_EQ(s.candidates.back(), KvPair::parse("q4_0/q4_0"));
+  int measured = 0;
+  for (size_t i = 0; i < s.candidates.size(); ++i) {
+    if (!s.dkl_measured[i]) continue;
+    ++measured;
+    EXPECT_TRUE(side_format(s.candidates[i]) == Format::parse("q4_0")) << s.candidates[i].name();
+  }
+  EXPECT_EQ(measured, 3);
+  // All re-run on request.
+  const SideCandidates all = catalog_side_candidates(config(2, 3, 64), {}, {.formats = {}, .all_dkl = true});
+  for (const bool m : all.dkl_measured) EXPECT_TRUE(m);
+}
+
+TEST(SideCandidates, SmallestPlanFromFormatSizes) {
+  const ModelConfig c = config(2, 3, 64);
+  const SideCandidates s = catalog_side_candidates(c, {}, {});
+  // int2_g64 on both sides: 64 values -> 4 B scale+zero + 16 B codes = 20 B per row; 2 layers x
+  // 3 heads x (K + V).
+  EXPECT_DOUBLE_EQ(smallest_plan_bytes(c, {}, s.candidates), 2 * 3 * 2 * 20.0);
+  // Joint pairs only: the cheapest pair as it is.
+  EXPECT_DOUBLE_EQ(smallest_plan_bytes(c, {}, {KvPair::parse("q8_0/q4_0"), KvPair::parse("KV8")}),
+                   2 * 3 * (68.0 + 36.0));
+  EXPECT_THROW((void)catalog_side_candidates(c, {}, {.formats = {Format::parse("f32")}}), Error);
+}
+
+// A profile with one layer: int4 key anchor measured, int2 key estimated; value anchor measured;
+// joint int4/int4 measured.
+Profile hand_profile() {
+  Profile p;
+  p.model.num_layers = 1;
+  p.model.num_kv_heads = {1};
+  p.model.head_dim = 8;
+  const Format exact(FormatId::kF32), i4 = Format::parse("int4"), i2 = Format::parse("int2");
+  p.candidates = {{i4, exact}, {i2, exact}, {exact, i4}, {i4, i4}};
+  p.dkl_measured = {true, false, true, true};
+  p.reset_cells();
+  const auto cell = [&](size_t c, double dkl, double o_mse, bool measured) {
+    ProfileCell x;
+    x.pair = p.candidates[c];
+    x.metrics.dkl = dkl;
+    x.metrics.o_mse = o_mse;
+    x.metrics.dkl_measured = measured;
+    p.cells[0][c] = x;
+  };
+  cell(0, 0.02, 0.5, true);  // key alpha = 0.04
+  cell(1, 0.0, 3.0, false);  // estimated: 0.04 * 3 = 0.12
+  cell(2, 0.005, 0.25, true);
+  cell(3, 0.03, 0.7, true);  // sides sum to 0.025: 1/6 off
+  return p;
+}
+
+TEST(DklEstimate, ScalesTheSideAnchorByOutputError) {
+  Profile p = hand_profile();
+  estimate_unmeasured_dkl(p);
+  EXPECT_NEAR(p.cell(0, 1)->metrics.dkl, 0.12, 1e-15);
+  EXPECT_EQ(p.cell(0, 0)->metrics.dkl, 0.02);  // measured cells are kept
+  estimate_unmeasured_dkl(p);                  // idempotent
+  EXPECT_NEAR(p.cell(0, 1)->metrics.dkl, 0.12, 1e-15);
+  const ModelCheck a = additivity_check(p);
+  EXPECT_EQ(a.cells, 1);
+  EXPECT_NEAR(a.mean_abs_rel_error, (0.03 - 0.025) / 0.03, 1e-12);
+  EXPECT_EQ(a.worst_layer, 0);
+  EXPECT_EQ(a.worst_pair, "KV4");
+}
+
+}  // namespace
+}  // namespace kvplan
