@@ -53,10 +53,22 @@ int int_bits(const Format& f) {
 
 }  // namespace
 
+// The bytes a uniform engine configuration may take in the plan's stead: the plan's budget when
+// the search had one in bytes (the plan may sit a few bytes under it), else the plan's own bytes.
+double engine_byte_limit(const Plan& plan) {
+  double limit = summarize_plan(plan).bytes_per_token;
+  const nlohmann::json& pv = plan.provenance;
+  if (pv.is_object() && pv.value("memory_measure", std::string()) == "bytes_per_token" &&
+      pv.contains("budget_value") && pv["budget_value"].is_number()) {
+    limit = std::max(limit, pv["budget_value"].get<double>());
+  }
+  return limit;
+}
+
 PlanExport export_llamacpp(const Plan& plan) {
   PlanExport e;
-  const double plan_bytes = summarize_plan(plan).bytes_per_token;
-  // 1. The best measured baseline that llama.cpp can run within the plan's bytes.
+  const double plan_bytes = engine_byte_limit(plan);
+  // 1. The best measured baseline that llama.cpp can run within the plan's budget.
   std::optional<KvPair> best;
   double best_kl = 0;
   for (const auto& b : plan.baselines) {
@@ -72,7 +84,7 @@ PlanExport export_llamacpp(const Plan& plan) {
   }
   if (best) {
     e.notes.push_back(
-        fmt::format("{} is the best measured llama.cpp pair within the plan's {:.0f} "
+        fmt::format("{} is the best measured llama.cpp pair within the plan's budget of {:.0f} "
                     "bytes per token (mean KL {:.6f}; the plan measured {})",
                     best->name(), plan_bytes, best_kl,
                     plan.quality.contains("mean_kl")
@@ -99,7 +111,7 @@ PlanExport export_llamacpp(const Plan& plan) {
            plan_bytes, plan.model.geometry.layers.front().head_dim);
     }
     e.notes.push_back(
-        fmt::format("{} is the largest llama.cpp pair within the plan's {:.0f} bytes "
+        fmt::format("{} is the largest llama.cpp pair within the plan's budget of {:.0f} bytes "
                     "per token ({:.0f}); not measured on the model",
                     best->name(), plan_bytes, best_bytes));
   }
