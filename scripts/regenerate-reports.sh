@@ -58,6 +58,14 @@ budgets() {  # MODEL: the reference budgets, bytes per token; the first one is t
   esac
 }
 
+# Extra flags of the searches after the first budget: SmolLM2's evaluations take about a minute
+# each, so its other budgets measure fewer plans.
+search_flags() {  # MODEL
+  case "$1" in
+    smollm2-135m) echo "--max-evaluations 6 --report-baselines 3" ;;
+  esac
+}
+
 # One profile (tune at the first budget) and a plan per budget from it.
 make_plans() {  # MODEL OUT_DIR
   local name="$1" out="$2" model first="" budget
@@ -69,8 +77,9 @@ make_plans() {  # MODEL OUT_DIR
       "${kvplan}" tune --model "${model}" --max-bytes-per-token "${budget}" \
         -o "${out}/plan-${budget}.json" --profile-out "${out}/profile.json"
     else
+      # shellcheck disable=SC2046  # the flags are words
       "${kvplan}" search --profile "${out}/profile.json" --model "${model}" \
-        --max-bytes-per-token "${budget}" -o "${out}/plan-${budget}.json"
+        --max-bytes-per-token "${budget}" $(search_flags "${name}") -o "${out}/plan-${budget}.json"
     fi
   done
 }
