@@ -94,12 +94,6 @@ std::vector<UniformConfig> uniform_configs(const std::vector<LayerCandidates>& l
   return out;
 }
 
-double values_per_token(const Profile& profile) {
-  double values = 0;
-  for (const int heads : profile.model.num_kv_heads) values += 2.0 * heads * profile.model.head_dim;
-  return values;
-}
-
 double smallest_bytes_per_token(const std::vector<LayerCandidates>& layers) {
   double total = 0;
   for (const LayerCandidates& layer : layers) {

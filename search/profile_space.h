@@ -35,9 +35,6 @@ struct UniformConfig {
 // then name).
 std::vector<UniformConfig> uniform_configs(const std::vector<LayerCandidates>& layers);
 
-// Values (K and V) per token summed over layers: effective bits = 8 * bytes / this.
-double values_per_token(const Profile& profile);
-
 // The smallest bytes per token any per-layer choice can take.
 double smallest_bytes_per_token(const std::vector<LayerCandidates>& layers);
 

@@ -99,7 +99,8 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   TuneOptions options = given;
   if (options.max_effective_bits > 0) {
     options.measure = MemoryMeasure::kBytes;
-    options.budget = options.max_effective_bits * values_per_token(profile) / 8;
+    options.budget =
+        options.max_effective_bits * kv_values_per_token(profile_geometry(profile)) / 8;
     options.budget_description += fmt::format(" = {:.1f} bytes per token", options.budget);
   }
   TuneOutput out;
@@ -256,7 +257,7 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
         {"kl_difference_high", best->diff_high}, {"ratio", q.mean_kl / best->report.mean_kl}};
   }
 
-  const double values = values_per_token(profile);
+  const double values = kv_values_per_token(profile_geometry(profile));
   plan.baselines = json::array();
   json listed = json::array();
   for (const BaselineResult& b : out.baselines) {
@@ -274,13 +275,10 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
       continue;
     }
     entry.update(measured_json(b.report));
-    const char* verdict = b.diff_high < 0  ? "plan lower"
-                          : b.diff_low > 0 ? "plan higher"
-                                           : "no difference";
     entry["kl_difference"] = {{"plan_minus_baseline", b.diff},
                               {"low", b.diff_low},
                               {"high", b.diff_high},
-                              {"verdict", verdict}};
+                              {"verdict", b.verdict()}};
     plan.baselines.push_back(entry);
   }
 

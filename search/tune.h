@@ -58,6 +58,11 @@ struct BaselineResult {
   bool measured = false;
   HeldOutKl::Result report;
   double diff = 0, diff_low = 0, diff_high = 0;  // plan - baseline mean KL, 95 % interval
+
+  // "plan lower" / "plan higher" when the interval excludes zero, else "no difference".
+  [[nodiscard]] const char* verdict() const {
+    return diff_high < 0 ? "plan lower" : diff_low > 0 ? "plan higher" : "no difference";
+  }
 };
 
 struct TuneOutput {

@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "core/json_text.h"
 #include "model/transformer.h"
+#include "plan/memory_estimate.h"
 #include "plan/plan.h"
 #include "profile/calibration.h"
 #include "profile/text_overlap.h"
@@ -97,14 +98,11 @@ void print_result(const search::TuneOutput& out, const search::TuneOptions& opti
       ++listed;
       continue;
     }
-    const char* verdict = b.diff_high < 0  ? "plan lower"
-                          : b.diff_low > 0 ? "PLAN HIGHER"
-                                           : "no difference";
     std::printf("%-22s %7.3f %9.0f %11.6f %7.2f%%  %+.6f [%+.6f, %+.6f] %s\n",
                 b.config.pair.name().c_str(),
-                8 * b.config.bytes_per_token / (8 * s.bytes_per_token / s.effective_bits),
+                8 * b.config.bytes_per_token / kv_values_per_token(plan.model.geometry),
                 b.config.bytes_per_token, b.report.mean_kl, 100 * b.report.top1_agreement, b.diff,
-                b.diff_low, b.diff_high, verdict);
+                b.diff_low, b.diff_high, b.verdict());
   }
   if (q.contains("best_uniform")) {
     const nlohmann::json& bu = q["best_uniform"];

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
+#include "plan/memory_estimate.h"
 #include "profile/profiler.h"
 #include "profile/progress.h"
 #include "profile/side_candidates.h"
@@ -32,9 +33,7 @@ void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const Model
   if (t.measure != search::MemoryMeasure::kBytes) return;
   double budget = t.budget;
   if (t.max_effective_bits > 0) {
-    double values = 0;
-    for (const int heads : c.n_kv_heads) values += 2.0 * heads * c.head_dim;
-    budget = t.max_effective_bits * values / 8;
+    budget = t.max_effective_bits * kv_values_per_token(kv_geometry(c)) / 8;
   }
   const std::vector<KvPair> candidates =
       p.candidates.empty() ? catalog_side_candidates(c, p.settings, {}).candidates : p.candidates;

@@ -69,6 +69,12 @@ uint64_t layer_kv_bytes(const KvLayerGeometry& layer, const KvPair& pair,
   return key_bytes + quantized * heads * value_row + residual_bytes;
 }
 
+double kv_values_per_token(const KvGeometry& geometry) {
+  double values = 0;
+  for (const KvLayerGeometry& l : geometry.layers) values += 2.0 * l.n_kv_heads * l.head_dim;
+  return values;
+}
+
 uint64_t kv_cache_bytes(const KvGeometry& geometry, std::span<const KvPair> pairs,
                         const QuantSettings& settings, int64_t tokens, int64_t sequences) {
   if (pairs.size() != geometry.layers.size()) {

@@ -40,6 +40,9 @@ uint64_t layer_kv_bytes(const KvLayerGeometry& layer, const KvPair& pair,
 uint64_t kv_cache_bytes(const KvGeometry& geometry, std::span<const KvPair> pairs,
                         const QuantSettings& settings, int64_t tokens, int64_t sequences);
 
+// K and V values per token summed over layers: effective bits = 8 * bytes / values.
+double kv_values_per_token(const KvGeometry& geometry);
+
 // Steady-state bytes per token summed over layers (windows ignored).
 double kv_bytes_per_token(const KvGeometry& geometry, std::span<const KvPair> pairs,
                           const QuantSettings& settings);

@@ -73,7 +73,6 @@ std::vector<KvPair> Plan::pairs() const {
 PlanSummary summarize_plan(const Plan& plan) {
   PlanSummary s;
   const KvGeometry& g = plan.model.geometry;
-  double values_per_token = 0;
   QuantSettings bf16_settings = plan.quantization;
   bf16_settings.mode = QuantMode::kPerToken;
   for (size_t l = 0; l < plan.layers.size(); ++l) {
@@ -85,8 +84,8 @@ PlanSummary summarize_plan(const Plan& plan) {
     s.bf16_bytes_per_token +=
         layer_bytes_per_token(lg, KvPair::parse("KV16"), bf16_settings, static_cast<int>(l))
             .total();
-    values_per_token += 2.0 * lg.n_kv_heads * lg.head_dim;
   }
+  const double values_per_token = kv_values_per_token(g);
   if (!plan.layers.empty()) s.equivalent_bits /= static_cast<double>(plan.layers.size());
   if (values_per_token > 0) s.effective_bits = 8.0 * s.bytes_per_token / values_per_token;
   if (s.bytes_per_token > 0) s.compression_ratio = s.bf16_bytes_per_token / s.bytes_per_token;
