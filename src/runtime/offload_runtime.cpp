@@ -2,9 +2,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+
+#include <spdlog/spdlog.h>
 
 #include "core/hash.h"
 #include "plan/plan_fingerprint.h"
@@ -28,7 +31,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-enum class DeviceState : uint8_t { kNone, kWriting, kReady };
+// kWriting: a producer (the caller, or a load) is filling the slot. kPublishing: stored, but the
+// producer's stream may still be writing it, so nobody reads it until the store worker has seen
+// the producer's fence. kReady: complete; lookups report it and loads hand it out.
+enum class DeviceState : uint8_t { kNone, kWriting, kPublishing, kReady };
 enum class HostState : uint8_t { kNone, kWriting, kReady, kEvicting };
 
 struct Entry {
@@ -53,6 +59,19 @@ TransferStatus status_ok() {
 TransferStatus status_error(ErrorCode code, std::string message,
                             RefusalReason refusal = RefusalReason::kNone) {
   return {code, false, std::move(message), refusal};
+}
+
+// A backend or disk failure as the runtime's error: GPU backends throw Error from check(); anything
+// else (std::bad_alloc, a foreign backend's exception) is internal.
+Error as_error(const std::exception& err) {
+  if (const auto* e = dynamic_cast<const Error*>(&err)) return *e;
+  return Error(ErrorCode::kInternal, err.what());
+}
+
+// True for 1, 2, 4, 8, ...: repeated failures (a full disk fails every spill) are logged with
+// their count at doubling intervals instead of once per chunk.
+bool worth_logging(uint64_t nth) {
+  return (nth & (nth - 1)) == 0;
 }
 
 }  // namespace
@@ -239,7 +258,8 @@ struct OffloadRuntime::Impl {
   }
 
   // A host slot for a store (store worker only). Evicts the least recently used idle chunk,
-  // spilling it to disk when there is a disk tier. -1 when nothing can be evicted.
+  // spilling it to disk when there is a disk tier. -1 when nothing can be evicted. Every eviction
+  // is counted as landed (the chunk is on disk afterwards) or dropped (it is gone).
   int32_t allocate_host_slot(std::unique_lock<std::mutex>& lock) {
     for (;;) {
       if (!free_host.empty()) {
@@ -261,33 +281,42 @@ struct OffloadRuntime::Impl {
       unlink_lru(host_lru, victim->host_lru, victim->in_host_lru);
       victim->host = HostState::kEvicting;
       ++counters.evictions_host;
+      bool landed = victim->on_disk;
       if (disk && !victim->on_disk && reserve_disk_file_locked()) {
         victim->disk_busy = true;
         std::byte* bytes = host_ptr(victim->host_slot);
         lock.unlock();
-        if (!options.verify_host_payloads) seal_payload_checksums(bytes);
-        bool written = true;
+        std::optional<Error> write_error;
         const auto t0 = std::chrono::steady_clock::now();
         try {
+          if (!options.verify_host_payloads) seal_payload_checksums(bytes);
           disk->write(victim_key, {bytes, stored_bytes});
-        } catch (const Error&) {
-          written = false;  // the chunk is dropped: a later lookup recomputes it
+        } catch (const std::exception& err) {
+          write_error = as_error(err);  // the chunk is dropped: a later lookup recomputes it
         }
         const double dt = seconds_since(t0);
-        if (written) {
+        if (!write_error) {
           std::lock_guard<std::mutex> fit_lock(fit_mu);
           fit_disk_write.add(static_cast<double>(stored_bytes), dt);
         }
         lock.lock();
         victim->disk_busy = false;
-        if (written) {
+        if (!write_error) {
           victim->on_disk = true;
+          landed = true;
           touch(disk_lru, victim->disk_lru, victim->in_disk_lru, victim_key);
           counters.bytes_to_disk += stored_bytes;
         } else {
           --disk_files;
+          const uint64_t n = ++counters.spill_write_failures;
+          if (worth_logging(n)) {
+            spdlog::warn(
+                "disk tier: chunk {} dropped, its spill failed ({} failed spills so far): {}",
+                hash_hex(victim_key), n, write_error->what());
+          }
         }
       }
+      ++(landed ? counters.spills_landed : counters.spills_dropped);
       free_host.push_back(victim->host_slot);
       victim->host_slot = -1;
       victim->host = HostState::kNone;
@@ -295,54 +324,117 @@ struct OffloadRuntime::Impl {
     }
   }
 
-  void run_store(uint64_t key, int32_t device_slot, DeviceFence fence,
-                 const std::shared_ptr<std::promise<TransferStatus>>& done) {
-    backend->wait_fence(fence);
+  // Drops one store's or caller's hold on a device slot (mu held); a chunk that was produced but
+  // never published (kWriting) leaves the device with its last holder.
+  void release_device_user_locked(uint64_t key, Entry& e) {
+    if (--e.device_users == 0 && e.device == DeviceState::kWriting) {
+      drop_device_locked(e);
+      erase_if_empty(key);
+    }
+  }
+
+  // A backend failure in a transfer: counted and logged (at doubling intervals), and returned as
+  // the operation's status; the runtime goes on.
+  TransferStatus transfer_failure_locked(std::string_view what, uint64_t key, const Error& err) {
+    const uint64_t n = ++counters.transfer_errors;
+    if (worth_logging(n)) {
+      spdlog::warn("{} of chunk {} failed ({} transfer errors so far): {}", what, hash_hex(key), n,
+                   err.what());
+    }
+    return status_error(err.code(),
+                        fmt::format("{} of chunk {}: {}", what, hash_hex(key), err.what()));
+  }
+
+  // Publishes the chunk on the device once the producer's fence completes, then (copy_to_host)
+  // copies it into a host slot.
+  TransferStatus run_store(uint64_t key, int32_t device_slot, DeviceFence fence,
+                           bool copy_to_host) {
+    try {
+      backend->wait_fence(fence);
+    } catch (const std::exception& err) {
+      // The producer's writes may not have landed: the chunk is never published, and leaves the
+      // device with its last holder.
+      std::lock_guard<std::mutex> lock(mu);
+      Entry& e = index.at(key);
+      if (copy_to_host) e.host = HostState::kNone;
+      if (e.device == DeviceState::kPublishing) e.device = DeviceState::kWriting;
+      ++counters.stores_failed;
+      TransferStatus status = transfer_failure_locked("store fence", key, as_error(err));
+      release_device_user_locked(key, e);
+      return status;
+    }
     std::unique_lock<std::mutex> lock(mu);
     Entry& e = index.at(key);
+    if (e.device == DeviceState::kPublishing) {
+      e.device = DeviceState::kReady;
+      touch(device_lru, e.device_lru, e.in_device_lru, key);
+    }
+    if (!copy_to_host) {  // deduplicated: the host or disk tier already holds it
+      release_device_user_locked(key, e);
+      return status_ok();
+    }
     const int32_t slot = allocate_host_slot(lock);
     if (slot < 0) {
       e.host = HostState::kNone;
-      --e.device_users;
+      release_device_user_locked(key, e);
       ++counters.stores_failed;
-      lock.unlock();
-      done->set_value(status_error(
+      return status_error(
           ErrorCode::kResourceExhausted,
-          fmt::format("host tier full: all {} slots are pinned or in use", rt.host_slots())));
-      return;
+          fmt::format("host tier full: all {} slots are pinned or in use", rt.host_slots()));
     }
     lock.unlock();
     std::byte* dst = host_ptr(slot);
     const std::byte* src = device_ptr(device_slot);
-    for (const TransferGroup& g : rt.layout().groups()) {
-      const size_t rec = record_offsets[g.index];
-      const auto t0 = std::chrono::steady_clock::now();
-      std::byte* payload = dst + rec + sizeof(StoredObjectHeader);
-      uint64_t sum = 0;  // filled in at spill time when host payloads are not verified
-      if (options.verify_host_payloads) {
-        sum = backend->copy_device_to_host_checksum(payload, src + g.chunk_offset, g.chunk_bytes,
-                                                    *hash_pool);
-      } else {
-        backend->copy_device_to_host(payload, src + g.chunk_offset, g.chunk_bytes);
+    try {
+      for (const TransferGroup& g : rt.layout().groups()) {
+        const size_t rec = record_offsets[g.index];
+        const auto t0 = std::chrono::steady_clock::now();
+        std::byte* payload = dst + rec + sizeof(StoredObjectHeader);
+        uint64_t sum = 0;  // filled in at spill time when host payloads are not verified
+        if (options.verify_host_payloads) {
+          sum = backend->copy_device_to_host_checksum(payload, src + g.chunk_offset, g.chunk_bytes,
+                                                      *hash_pool);
+        } else {
+          backend->copy_device_to_host(payload, src + g.chunk_offset, g.chunk_bytes);
+        }
+        const double dt = seconds_since(t0);
+        StoredObjectHeader h = expected[g.index];
+        h.chunk_key = key;
+        h.payload_checksum = sum;
+        seal_object_header(h);
+        std::memcpy(dst + rec, &h, sizeof h);
+        std::lock_guard<std::mutex> fit_lock(fit_mu);
+        fit_d2h.add(static_cast<double>(g.chunk_bytes), dt);
       }
-      const double dt = seconds_since(t0);
-      StoredObjectHeader h = expected[g.index];
-      h.chunk_key = key;
-      h.payload_checksum = sum;
-      seal_object_header(h);
-      std::memcpy(dst + rec, &h, sizeof h);
-      std::lock_guard<std::mutex> fit_lock(fit_mu);
-      fit_d2h.add(static_cast<double>(g.chunk_bytes), dt);
+    } catch (const std::exception& err) {
+      // A half-copied host slot is never published: it goes back to the free list. The device
+      // copy is untouched and stays.
+      lock.lock();
+      free_host.push_back(slot);
+      e.host = HostState::kNone;
+      ++counters.stores_failed;
+      TransferStatus status = transfer_failure_locked("store", key, as_error(err));
+      release_device_user_locked(key, e);
+      return status;
     }
     lock.lock();
     e.host_slot = slot;
     e.host = HostState::kReady;
     touch(host_lru, e.host_lru, e.in_host_lru, key);
-    --e.device_users;
+    release_device_user_locked(key, e);
     ++counters.stores_ok;
     counters.bytes_device_to_host += chunk_bytes;
-    lock.unlock();
-    done->set_value(status_ok());
+    return status_ok();
+  }
+
+  // Last resort for an exception a transfer did not handle itself (its catches cover backend and
+  // disk errors, so this is std::bad_alloc or a bug): the operation fails with it, counted,
+  // instead of leaving its caller's future without a value.
+  TransferStatus unexpected_failure(std::string_view what, const std::exception& err) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++counters.transfer_errors;
+    spdlog::error("{} failed unexpectedly: {}", what, err.what());
+    return status_error(ErrorCode::kInternal, fmt::format("{} failed: {}", what, err.what()));
   }
 
   // Checks a stored chunk's records and copies their payloads into a device slot.
@@ -385,7 +477,7 @@ struct OffloadRuntime::Impl {
         ++counters.loads_chunks;
         continue;
       }
-      if (e.device != DeviceState::kNone) break;  // being produced or loaded elsewhere
+      if (e.device != DeviceState::kNone) break;  // being produced, published or loaded elsewhere
       const bool from_host = e.host == HostState::kReady;
       const bool from_disk = !from_host && e.on_disk && !e.disk_busy;
       if (!from_host && !from_disk) break;
@@ -408,29 +500,39 @@ struct OffloadRuntime::Impl {
       lock.unlock();
 
       RefusalReason refusal = RefusalReason::kNone;
-      std::optional<Error> io_error;
+      std::optional<Error> io_error;    // the disk file cannot be read: it leaves the tier
+      std::optional<Error> copy_error;  // the backend failed the copy: the source copy stays
       if (from_host) {
-        refusal = copy_in(key, host_ptr(host_slot), stored_bytes, device_ptr(slot),
-                          options.verify_host_payloads);
+        try {
+          refusal = copy_in(key, host_ptr(host_slot), stored_bytes, device_ptr(slot),
+                            options.verify_host_payloads);
+        } catch (const std::exception& err) {
+          copy_error = as_error(err);
+        }
       } else {
+        std::optional<std::vector<std::byte>> bytes;
         try {
           const auto t0 = std::chrono::steady_clock::now();
-          const std::optional<std::vector<std::byte>> bytes = disk->read(key, stored_bytes);
+          bytes = disk->read(key, stored_bytes);
           const double dt = seconds_since(t0);
           if (!bytes) {
             io_error = Error(ErrorCode::kNotFound,
                              fmt::format("disk tier: {} vanished", disk->path_of(key).string()));
           } else {
-            {
-              std::lock_guard<std::mutex> fit_lock(fit_mu);
-              fit_disk_read.add(static_cast<double>(bytes->size()), dt);
-            }
-            refusal = copy_in(key, bytes->data(), bytes->size(), device_ptr(slot), true);
-            std::lock_guard<std::mutex> counters_lock(mu);
-            counters.bytes_from_disk += bytes->size();
+            std::lock_guard<std::mutex> fit_lock(fit_mu);
+            fit_disk_read.add(static_cast<double>(bytes->size()), dt);
           }
         } catch (const Error& err) {
           io_error = err;
+        }
+        if (bytes) {
+          try {
+            refusal = copy_in(key, bytes->data(), bytes->size(), device_ptr(slot), true);
+          } catch (const std::exception& err) {
+            copy_error = as_error(err);
+          }
+          std::lock_guard<std::mutex> counters_lock(mu);
+          counters.bytes_from_disk += bytes->size();
         }
       }
 
@@ -440,7 +542,7 @@ struct OffloadRuntime::Impl {
       } else {
         --e.disk_readers;
       }
-      if (refusal == RefusalReason::kNone && !io_error) {
+      if (refusal == RefusalReason::kNone && !io_error && !copy_error) {
         e.device = DeviceState::kReady;
         touch(device_lru, e.device_lru, e.in_device_lru, key);
         if (from_host) touch(host_lru, e.host_lru, e.in_host_lru, key);
@@ -450,14 +552,19 @@ struct OffloadRuntime::Impl {
         out.chunks.push_back({key, slot, device_ptr(slot), chunk_bytes});
         continue;
       }
-      // Refused or unreadable: never handed out; the bad copy leaves its tier.
+      // Refused, unreadable or not copied: never handed out. A refused or unreadable copy leaves
+      // its tier; after a failed copy the source is still good and stays.
       e.device_users = 0;
       drop_device_locked(e);
-      if (from_host && e.host_readers == 0 && e.host == HostState::kReady) {
+      if (!copy_error && from_host && e.host_readers == 0 && e.host == HostState::kReady) {
         drop_host_locked(key, e);
       }
-      if (from_disk && e.on_disk && e.disk_readers == 0 && !e.disk_busy) drop_disk_locked(key, e);
-      if (refusal != RefusalReason::kNone) {
+      if (!copy_error && from_disk && e.on_disk && e.disk_readers == 0 && !e.disk_busy) {
+        drop_disk_locked(key, e);
+      }
+      if (copy_error) {
+        out.status = transfer_failure_locked("load", key, *copy_error);
+      } else if (refusal != RefusalReason::kNone) {
         ++counters.refusals;
         ++counters.refusals_by_reason[static_cast<size_t>(refusal)];
         out.status = status_error(
@@ -533,7 +640,9 @@ OffloadRuntime::OffloadRuntime(const Plan& plan, RuntimeOptions options)
   for (size_t s = host_slots_; s-- > 0;) im.free_host.push_back(static_cast<int32_t>(s));
 
   if (!o.disk_dir.empty()) {
-    im.disk.emplace(o.disk_dir, DiskTierOptions{.fsync = o.disk_fsync});
+    im.disk.emplace(DiskTier::plan_directory(o.disk_dir, identity_.plan_fingerprint,
+                                             identity_.model_fingerprint),
+                    DiskTierOptions{.fsync = o.disk_fsync, .io_hook = o.disk_io_hook});
     im.disk_max_files = o.disk_capacity_bytes / im.stored_bytes;
     if (im.disk_max_files == 0) {
       fail(ErrorCode::kInvalidArgument, "disk capacity {} bytes holds no chunk of {} bytes",
@@ -624,6 +733,7 @@ std::shared_future<TransferStatus> OffloadRuntime::store(const DeviceChunk& chun
   Impl& im = *impl_;
   auto done = std::make_shared<std::promise<TransferStatus>>();
   std::shared_future<TransferStatus> result = done->get_future().share();
+  bool copy_to_host = false;
   {
     std::lock_guard<std::mutex> lock(im.mu);
     auto it = im.index.find(chunk.key);
@@ -633,18 +743,25 @@ std::shared_future<TransferStatus> OffloadRuntime::store(const DeviceChunk& chun
            chunk.slot);
     }
     Entry& e = it->second;
-    if (e.device == DeviceState::kWriting) e.device = DeviceState::kReady;
-    Impl::touch(im.device_lru, e.device_lru, e.in_device_lru, chunk.key);
+    // Visible only once the store worker has seen the producer's fence (run_store); the store's
+    // hold keeps the slot from being dropped or evicted until then.
+    if (e.device == DeviceState::kWriting) e.device = DeviceState::kPublishing;
+    ++e.device_users;
     if (e.host != HostState::kNone || e.on_disk || e.disk_busy) {
       ++im.counters.stores_deduplicated;
-      done->set_value(status_ok());
-      return result;
+    } else {
+      e.host = HostState::kWriting;
+      copy_to_host = true;
     }
-    e.host = HostState::kWriting;
-    ++e.device_users;
   }
-  im.store_worker.post([&im, key = chunk.key, slot = chunk.slot, fence, done] {
-    im.run_store(key, slot, fence, done);
+  im.store_worker.post([&im, key = chunk.key, slot = chunk.slot, fence, copy_to_host, done] {
+    TransferStatus status;
+    try {
+      status = im.run_store(key, slot, fence, copy_to_host);
+    } catch (const std::exception& err) {
+      status = im.unexpected_failure("store", err);
+    }
+    done->set_value(std::move(status));
   });
   return result;
 }
@@ -691,7 +808,17 @@ std::shared_future<LoadResult> OffloadRuntime::load(std::span<const uint32_t> to
   if (k.size() > max_chunks) k.resize(max_chunks);
   auto done = std::make_shared<std::promise<LoadResult>>();
   std::shared_future<LoadResult> result = done->get_future().share();
-  im.load_worker.post([&im, k = std::move(k), done] { done->set_value(im.run_load(k)); });
+  im.load_worker.post([&im, k = std::move(k), done] {
+    LoadResult loaded;
+    try {
+      loaded = im.run_load(k);
+    } catch (const std::exception& err) {
+      // Chunks this load had already taken stay held: a leak of device slots on a path that
+      // only a bug or an allocation failure reaches, instead of handing out unknown state.
+      loaded.status = im.unexpected_failure("load", err);
+    }
+    done->set_value(std::move(loaded));
+  });
   return result;
 }
 
@@ -765,6 +892,7 @@ RuntimeStats OffloadRuntime::stats() const {
     std::lock_guard<std::mutex> lock(impl_->mu);
     s = impl_->counters;
   }
+  s.transfer_errors += impl_->store_worker.failed_jobs() + impl_->load_worker.failed_jobs();
   std::lock_guard<std::mutex> lock(impl_->fit_mu);
   s.device_to_host = impl_->fit_d2h.result();
   s.host_to_device = impl_->fit_h2d.result();

@@ -32,6 +32,7 @@
 #include "plan/plan.h"
 #include "runtime/chunk_key.h"
 #include "runtime/device_backend.h"
+#include "runtime/disk_tier.h"
 #include "runtime/plan_layout.h"
 #include "runtime/stored_object.h"
 #include "runtime/transfer_stats.h"
@@ -45,9 +46,12 @@ struct RuntimeOptions {
   size_t chunk_tokens = 256;                      // a multiple of the plan's block_size
   uint64_t device_capacity_bytes = 256ull << 20;  // device pool; at least one chunk
   uint64_t host_capacity_bytes = 1ull << 30;      // pinned host tier; at least one chunk
-  std::filesystem::path disk_dir;                 // empty: no disk tier
-  uint64_t disk_capacity_bytes = 16ull << 30;
+  // Empty: no disk tier. Chunks go to a subdirectory per plan and model (disk_tier.h), which one
+  // runtime at a time may use: a second one on the same plan, model and disk_dir is refused.
+  std::filesystem::path disk_dir;
+  uint64_t disk_capacity_bytes = 16ull << 30;  // of this plan's subdirectory
   bool disk_fsync = true;
+  DiskIoHook disk_io_hook;  // tests: inject disk write failures (disk_tier.h); empty: none
   // Checksum every payload as it enters the host tier and verify it on every host -> device load
   // (default). Off: host-tier payloads are copied without hashing (the tier is this process's own
   // pinned memory; headers are still checked) and the checksum is computed when a chunk spills to
@@ -121,9 +125,11 @@ class OffloadRuntime {
   void write_device(const DeviceChunk& chunk, size_t offset, std::span<const std::byte> bytes);
   void read_device(const DeviceChunk& chunk, size_t offset, std::span<std::byte> bytes) const;
 
-  // Publishes the chunk on the device tier and copies it to the host tier on the store worker,
-  // after `fence`. The host copy becomes visible to lookups only once complete and checksummed;
-  // a failed store (no evictable host slot) is never visible.
+  // On the store worker, once `fence` has completed: publishes the chunk on the device tier, then
+  // copies it to the host tier. Until the fence completes the chunk is visible nowhere (the
+  // producer may still be writing it). The host copy becomes visible to lookups only once complete
+  // and checksummed; a failed store (no evictable host slot, a failed copy) is never visible, and
+  // after a failed fence the device copy is not published either.
   std::shared_future<TransferStatus> store(const DeviceChunk& chunk, DeviceFence fence = {});
   [[nodiscard]] LookupResult lookup(std::span<const uint32_t> tokens);
   // Brings the longest cached prefix (at most max_chunks) onto the device on the load worker.

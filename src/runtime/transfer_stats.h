@@ -47,8 +47,16 @@ struct RuntimeStats {
   uint64_t misses = 0;             // lookups whose prefix ended before the tokens did
   uint64_t recomputed_tokens = 0;  // tokens after the cached prefix (partial tails included)
   uint64_t evictions_device = 0;
-  uint64_t evictions_host = 0;  // spilled to disk or dropped
+  uint64_t evictions_host = 0;  // for room (spills_landed + spills_dropped) and by evict()
   uint64_t evictions_disk = 0;
+  // Host-tier evictions for room, by where the chunk went: to disk (written now, or already
+  // there), or nowhere — no disk tier, every disk file pinned or being read, or the write failed.
+  uint64_t spills_landed = 0;
+  uint64_t spills_dropped = 0;
+  uint64_t spill_write_failures = 0;  // of spills_dropped: disk writes that failed (logged)
+  // Copies or fence waits the backend failed (a GPU error): the store or load failed with that
+  // error and the runtime went on.
+  uint64_t transfer_errors = 0;
   uint64_t refusals = 0;
   std::array<uint64_t, kRefusalReasonCount> refusals_by_reason{};
   TransferFitResult device_to_host;  // one sample per transfer group copied

@@ -1,5 +1,9 @@
 #include "runtime/transfer_worker.h"
 
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
 namespace kvplan {
 
 TransferWorker::TransferWorker() : thread_([this] { run(); }) {}
@@ -30,6 +34,11 @@ void TransferWorker::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+uint64_t TransferWorker::failed_jobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_jobs_;
+}
+
 void TransferWorker::run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -39,8 +48,19 @@ void TransferWorker::run() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    job();
+    bool failed = false;
+    try {
+      job();
+    } catch (const std::exception& e) {
+      failed = true;
+      spdlog::error("transfer worker: a job failed: {}", e.what());
+    } catch (...) {
+      failed = true;
+      spdlog::error("transfer worker: a job failed with a non-standard exception");
+    }
+    job = nullptr;  // its captures (promises, buffers) go before the worker reports idle
     lock.lock();
+    failed_jobs_ += failed ? 1 : 0;
     busy_ = false;
     if (queue_.empty()) idle_.notify_all();
   }

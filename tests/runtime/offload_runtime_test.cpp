@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "controlled_backend.h"
 #include "core/hash.h"
 #include "runtime_test_util.h"
 
@@ -147,6 +148,130 @@ TEST_F(OffloadRuntimeTest, AFailedStoreIsNeverVisible) {
   EXPECT_EQ(rt.stats().stores_failed, 1u);
 }
 
+// A store's chunk may still be in flight on the producer's stream: until its fence completes a
+// lookup must not report it and a load must not hand it out.
+TEST_F(OffloadRuntimeTest, AChunkIsInvisibleUntilItsFenceCompletes) {
+  auto backend = std::make_shared<test::ControlledBackend>();
+  RuntimeOptions o = small_options(layout, 2, 4);
+  o.backend = backend;
+  OffloadRuntime rt(plan, o);
+  const auto tokens = test::random_tokens(rng, 32);
+  const auto keys = rt.keys(tokens);
+  const DeviceChunk c = rt.acquire_device(keys[0]);
+  const size_t half = c.bytes / 2;
+  test::fill_pattern(c.data, c.bytes, keys[0]);
+  std::memset(c.data + half, 0, c.bytes - half);  // the stream has written only half so far
+  const DeviceFence fence = backend->record_fence(nullptr);
+  const std::shared_future<TransferStatus> stored = rt.store(c, fence);
+  rt.release(c);
+  backend->await_waiter();  // the store worker waits on the fence
+
+  const LookupResult early = rt.lookup(tokens);
+  EXPECT_EQ(early.prefix_chunks, 0u);
+  EXPECT_EQ(early.locations[0], Tier::kMiss);
+  const LoadResult early_load = rt.load(tokens).get();
+  EXPECT_TRUE(early_load.chunks.empty());
+  for (const DeviceChunk& d : early_load.chunks) rt.release(d);
+  EXPECT_FALSE(rt.evict_from(keys[0], Tier::kDevice));  // in use by the store, not evictable
+  EXPECT_EQ(stored.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+
+  std::vector<std::byte> rest(c.bytes);
+  test::fill_pattern(rest.data(), rest.size(), keys[0]);
+  std::memcpy(c.data + half, rest.data() + half, c.bytes - half);  // the stream finishes
+  backend->complete(fence.token);
+  ASSERT_TRUE(stored.get().ok);
+  EXPECT_EQ(rt.lookup(tokens).locations[0], Tier::kDevice);
+  const LoadResult loaded = rt.load(tokens).get();
+  ASSERT_EQ(loaded.chunks.size(), 1u);
+  std::vector<std::byte> back(c.bytes);
+  rt.read_device(loaded.chunks[0], 0, back);
+  EXPECT_EQ(test::count_pattern_mismatches(back.data(), back.size(), keys[0]), 0u);
+  rt.release(loaded.chunks[0]);
+  rt.flush();
+  const std::span<std::byte> host = rt.host_object_bytes_for_testing(keys[0]);
+  ASSERT_FALSE(host.empty());  // the host copy was taken after the fence, so it is whole too
+  EXPECT_EQ(test::count_pattern_mismatches(host.data() + sizeof(StoredObjectHeader),
+                                           layout.group(0).chunk_bytes, keys[0]),
+            0u);
+}
+
+// A chunk the host tier already holds is stored again (produced anew on the device): the device
+// copy still waits for its fence, while the host copy stays visible.
+TEST_F(OffloadRuntimeTest, ADeduplicatedStoreWaitsForItsFenceToo) {
+  auto backend = std::make_shared<test::ControlledBackend>();
+  RuntimeOptions o = small_options(layout, 2, 4);
+  o.backend = backend;
+  OffloadRuntime rt(plan, o);
+  const auto tokens = test::random_tokens(rng, 32);
+  const auto keys = rt.keys(tokens);
+  ASSERT_TRUE(produce_and_store(rt, keys, 0).ok);
+  ASSERT_TRUE(rt.evict_from(keys[0], Tier::kDevice));
+  const DeviceChunk c = rt.acquire_device(keys[0]);
+  const DeviceFence fence = backend->record_fence(nullptr);
+  const std::shared_future<TransferStatus> stored = rt.store(c, fence);
+  rt.release(c);
+  EXPECT_EQ(rt.lookup(tokens).locations[0], Tier::kHost);
+  EXPECT_EQ(stored.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  test::fill_pattern(c.data, c.bytes, keys[0]);
+  backend->complete(fence.token);
+  ASSERT_TRUE(stored.get().ok);
+  EXPECT_EQ(rt.lookup(tokens).locations[0], Tier::kDevice);
+  EXPECT_EQ(rt.stats().stores_deduplicated, 1u);
+}
+
+// A GPU error in a copy or a fence wait fails that one store or load with the backend's error,
+// counted in transfer_errors; the runtime goes on, and no half-copied chunk becomes visible.
+TEST_F(OffloadRuntimeTest, AFailedCopyFailsOnlyItsOperation) {
+  auto backend = std::make_shared<test::ControlledBackend>();
+  RuntimeOptions o = small_options(layout, 2, 4);
+  o.backend = backend;
+  OffloadRuntime rt(plan, o);
+  const auto tokens = test::random_tokens(rng, 32 * 3);
+  const auto keys = rt.keys(tokens);
+
+  backend->fail_next_device_to_host(1);
+  TransferStatus s = produce_and_store(rt, keys, 0);
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.code, ErrorCode::kInternal);
+  EXPECT_NE(s.message.find("injected device error"), std::string::npos) << s.message;
+  EXPECT_EQ(rt.lookup(tokens).locations[0], Tier::kDevice);  // the device copy is fine
+  ASSERT_TRUE(rt.evict_from(keys[0], Tier::kDevice));
+  EXPECT_EQ(rt.lookup(tokens).prefix_chunks, 0u);  // and no host copy was published
+  EXPECT_EQ(rt.stats().transfer_errors, 1u);
+  EXPECT_EQ(rt.stats().stores_failed, 1u);
+
+  // The runtime goes on: the same chunk stores, and loads back byte for byte.
+  ASSERT_TRUE(produce_and_store(rt, keys, 0).ok);
+  ASSERT_TRUE(rt.evict_from(keys[0], Tier::kDevice));
+  backend->fail_next_host_to_device(1);
+  const LoadResult failed = rt.load(tokens).get();
+  EXPECT_FALSE(failed.status.ok);
+  EXPECT_TRUE(failed.chunks.empty());
+  EXPECT_NE(failed.status.message.find("injected device error"), std::string::npos);
+  EXPECT_EQ(rt.stats().transfer_errors, 2u);
+  EXPECT_EQ(rt.lookup(tokens).locations[0], Tier::kHost);  // a failed copy keeps its source
+  const LoadResult loaded = rt.load(tokens, 1).get();
+  ASSERT_TRUE(loaded.status.ok) << loaded.status.message;
+  ASSERT_EQ(loaded.chunks.size(), 1u);
+  std::vector<std::byte> back(layout.chunk_bytes());
+  rt.read_device(loaded.chunks[0], 0, back);
+  EXPECT_EQ(test::count_pattern_mismatches(back.data(), back.size(), keys[0]), 0u);
+  rt.release(loaded.chunks[0]);
+
+  // A failed fence: the producer's writes may not have landed, so nothing is published.
+  backend->fail_next_fence_waits(1);
+  s = produce_and_store(rt, keys, 1);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("store fence"), std::string::npos) << s.message;
+  const LookupResult r = rt.lookup(tokens);
+  EXPECT_EQ(r.prefix_chunks, 1u);
+  EXPECT_EQ(r.locations[1], Tier::kMiss);
+  rt.release(rt.acquire_device(keys[1]));  // its slot was freed: it can be produced again
+  EXPECT_EQ(rt.stats().transfer_errors, 3u);
+  EXPECT_EQ(rt.stats().stores_failed, 2u);
+  EXPECT_EQ(rt.count_guard_violations(), 0u);
+}
+
 class CorruptedHostByte : public OffloadRuntimeTest, public ::testing::WithParamInterface<int> {};
 
 // With the transfer thread hashing as it copies (0) and with a pool of hashing threads (2).
@@ -272,11 +397,13 @@ TEST_F(DiskTierTest, AnotherPlansObjectIsRefused) {
   OffloadRuntime writer(other, oo);
   const auto other_keys = fill(writer, tokens, 2);
 
-  OffloadRuntime rt(plan, disk_options(plan));
-  const auto keys = rt.keys(tokens);
-  ASSERT_NE(keys[0], other_keys[0]);  // keys already separate plans; force a collision
-  fs::create_directories(dir.path);
-  fs::copy_file(*writer.disk_path_for_testing(other_keys[0]), *rt.disk_path_for_testing(keys[0]));
+  {
+    // Keys (and disk subdirectories) already separate plans; force a collision.
+    OffloadRuntime rt(plan, disk_options(plan));
+    const auto keys = rt.keys(tokens);
+    ASSERT_NE(keys[0], other_keys[0]);
+    fs::copy_file(*writer.disk_path_for_testing(other_keys[0]), *rt.disk_path_for_testing(keys[0]));
+  }
   OffloadRuntime reader(plan, disk_options(plan));
   const LoadResult r = reader.load(tokens).get();
   EXPECT_EQ(r.status.refusal, RefusalReason::kPlan);

@@ -25,7 +25,7 @@ inline Plan mixed_plan(int n_kv_heads = 2, int head_dim = 64, size_t block_size 
   p.model.geometry = KvGeometry::uniform("tiny", 5, n_kv_heads, head_dim);
   p.quantization.block_size = block_size;
   const char* pairs[] = {"KV16", "q4_0/q4_0", "K8V4", "q4_0/q4_0", "KV16"};
-  for (int l = 0; l < 5; ++l) p.layers.push_back({l, 0, KvPair::parse(pairs[l])});
+  for (int l = 0; l < 5; ++l) p.layers.push_back({l, 0, KvPair::parse(pairs[l]), {}});
   return p;
 }
 

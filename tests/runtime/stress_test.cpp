@@ -1,6 +1,7 @@
 // Randomized concurrent stress of the offload runtime: 4 threads store, look up, load, pin and
 // evict chunks of a mixed bf16 + packed plan through device, host and disk tiers that are far too
-// small to hold them, checking every loaded byte and every guard byte.
+// small to hold them, checking every loaded byte and every guard byte; and readers racing stores
+// whose producer fences are still pending.
 //
 // Default: 100k operations (CI). The full run:
 //   KVPLAN_STRESS_OPS=1000000 build-rt/tests/runtime/kvplan_runtime_stress_test
@@ -8,14 +9,17 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <future>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "controlled_backend.h"
 #include "runtime/gpu_device_backend.h"
 #include "runtime/offload_runtime.h"
 #include "runtime_test_util.h"
@@ -168,6 +172,90 @@ TEST(RuntimeStress, RandomOpsKeepEveryByte) {
   EXPECT_GT(loaded_chunks.load(), 0u);
   rt.reset();
   std::filesystem::remove_all(dir);
+}
+
+// Readers look up and load a chunk while its store waits on the producer's fence, and the producer
+// finishes writing the pages only after the readers have made two passes each on average: no
+// reader may see the chunk on the device before the fence completed, nor load anything but its
+// whole byte pattern. (Under ThreadSanitizer a reader that read pages still being written would
+// also be a reported race.)
+TEST(RuntimeStress, NoReaderSeesAChunkBeforeItsFence) {
+  constexpr int kReaders = 3;
+  constexpr size_t kRounds = 200;
+  const Plan plan = test::mixed_plan(/*n_kv_heads=*/1, /*head_dim=*/32, /*block_size=*/16);
+  const PlanLayout layout(plan, {.chunk_tokens = kChunkTokens});
+  auto backend = std::make_shared<test::ControlledBackend>();
+  RuntimeOptions o;
+  o.backend = backend;
+  o.chunk_tokens = kChunkTokens;
+  o.device_capacity_bytes = 8 * layout.chunk_bytes();
+  o.host_capacity_bytes = 16 * stored_chunk_bytes(layout);
+  OffloadRuntime rt(plan, o);
+
+  std::mt19937_64 rng(77);
+  std::vector<std::vector<uint32_t>> seqs(kRounds);
+  std::vector<uint64_t> keys(kRounds);
+  for (size_t r = 0; r < kRounds; ++r) {
+    seqs[r] = test::random_tokens(rng, kChunkTokens);
+    keys[r] = rt.keys(seqs[r]).at(0);
+  }
+  std::vector<uint64_t> fences(kRounds, 0);  // written before `round` publishes r
+  std::atomic<size_t> round{SIZE_MAX};
+  std::atomic<uint64_t> looks{0}, early{0}, mismatches{0}, seen_on_device{0};
+  std::atomic<bool> stop{false};
+
+  auto reader = [&] {
+    std::vector<std::byte> buf(layout.chunk_bytes());
+    while (!stop.load()) {
+      const size_t r = round.load();
+      if (r == SIZE_MAX) continue;
+      const LookupResult l = rt.lookup(seqs[r]);
+      if (l.locations[0] == Tier::kDevice) {
+        seen_on_device++;
+        if (!backend->completed(fences[r])) early++;
+      }
+      const LoadResult loaded = rt.load(seqs[r]).get();
+      for (const DeviceChunk& c : loaded.chunks) {
+        if (!backend->completed(fences[r])) early++;
+        rt.read_device(c, 0, buf);
+        mismatches += test::count_pattern_mismatches(buf.data(), buf.size(), c.key);
+        rt.release(c);
+      }
+      looks++;
+    }
+  };
+  std::vector<std::thread> readers;
+  for (int t = 0; t < kReaders; ++t) readers.emplace_back(reader);
+
+  std::vector<std::byte> pattern(layout.chunk_bytes());
+  const size_t half = pattern.size() / 2;
+  for (size_t r = 0; r < kRounds; ++r) {
+    std::optional<DeviceChunk> c;
+    while (!(c = rt.try_acquire_device(keys[r]))) std::this_thread::yield();  // readers hold slots
+    test::fill_pattern(pattern.data(), pattern.size(), keys[r]);
+    std::memcpy(c->data, pattern.data(), half);
+    fences[r] = backend->record_fence(nullptr).token;
+    round.store(r);
+    const std::shared_future<TransferStatus> stored = rt.store(*c, {nullptr, fences[r]});
+    rt.release(*c);
+    const uint64_t before = looks.load();
+    while (looks.load() < before + 2 * kReaders) std::this_thread::yield();
+    std::memcpy(c->data + half, pattern.data() + half, pattern.size() - half);
+    backend->complete(fences[r]);
+    EXPECT_TRUE(stored.get().ok);
+    // Some reader then makes a whole pass after the publication, and must find the chunk.
+    const uint64_t published = looks.load();
+    while (looks.load() < published + 2 * kReaders) std::this_thread::yield();
+  }
+  stop.store(true);
+  for (auto& th : readers) th.join();
+  rt.flush();
+  std::printf("fence stress: %zu rounds, %llu reader passes, %llu device sightings\n", kRounds,
+              (unsigned long long)looks.load(), (unsigned long long)seen_on_device.load());
+  EXPECT_EQ(early.load(), 0u);
+  EXPECT_EQ(mismatches.load(), 0u);
+  EXPECT_GE(seen_on_device.load(), kRounds);  // and they did see every chunk once published
+  EXPECT_EQ(rt.count_guard_violations(), 0u);
 }
 
 }  // namespace
