@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """kvplan runtime from Python through ctypes: store a chunk of KV pages, look it up, load it back.
 
-    python3 kvplan_runtime_example.py --lib build/lib/libkvplan_runtime.so --plan plan.json
-    KVPLAN_RUNTIME_LIB=build/lib/libkvplan_runtime.so python3 kvplan_runtime_example.py --plan P
+    python3 kvplan_runtime_example.py --lib build/lib/libkvplan_runtime.so --plan plan.json \
+        --model-geometry 62,8,128
+    KVPLAN_RUNTIME_LIB=build/lib/libkvplan_runtime.so python3 kvplan_runtime_example.py --plan P \
+        --model-fingerprint 1a2b3c4d5e6f7081
 
-Only the C API of include/kvplan/kvplan_runtime.h is used. Exits 0 when every byte came back.
+The runtime refuses a plan made for another model, so the served model is named by its KV
+geometry (layers, KV heads, head_dim) or its fingerprint (`kvplan inspect` prints it), or the
+check is waived with --skip-model-check. Only the C API of include/kvplan/kvplan_runtime.h is used.
+Exits 0 when every byte came back.
 """
 import argparse
 import ctypes as C
@@ -25,6 +30,12 @@ def load_library(path):
         "kvplan_options_set_chunk_tokens": (i32, [P, u64]),
         "kvplan_options_set_device_capacity_bytes": (i32, [P, u64]),
         "kvplan_options_set_host_capacity_bytes": (i32, [P, u64]),
+        "kvplan_options_set_model_geometry": (i32, [P, i32, i32, i32]),
+        "kvplan_options_set_model_fingerprint": (i32, [P, C.c_char_p]),
+        "kvplan_options_set_skip_model_check": (i32, [P, i32]),
+        "kvplan_options_set_require_gpu": (i32, [P, i32]),
+        "kvplan_runtime_abi_version": (u32, []),
+        "kvplan_runtime_backend_name": (C.c_char_p, [P]),
         "kvplan_runtime_create": (i32, [C.c_char_p, P, C.POINTER(P)]),
         "kvplan_runtime_destroy": (None, [P]),
         "kvplan_runtime_chunk_bytes": (u64, [P]),
@@ -63,14 +74,41 @@ def main():
     ap.add_argument("--lib", default=os.environ.get("KVPLAN_RUNTIME_LIB"),
                     help="path to libkvplan_runtime.so (or set KVPLAN_RUNTIME_LIB)")
     ap.add_argument("--plan", required=True, help="a kvplan plan.json")
+    ap.add_argument("--model-geometry", metavar="LAYERS,KV_HEADS,HEAD_DIM",
+                    help="the served model's KV geometry, checked against the plan")
+    ap.add_argument("--model-fingerprint", metavar="HEX",
+                    help="the served model's fingerprint, checked against the plan's")
+    ap.add_argument("--skip-model-check", action="store_true",
+                    help="use the plan without checking it against the served model")
+    ap.add_argument("--require-gpu", action="store_true",
+                    help="fail unless device memory is on a GPU (default: host stands in)")
     ap.add_argument("--chunks", type=int, default=3)
     args = ap.parse_args()
     if not args.lib:
         ap.error("--lib or KVPLAN_RUNTIME_LIB is required")
+    geometry = None
+    if args.model_geometry:
+        try:
+            geometry = [int(x) for x in args.model_geometry.split(",")]
+        except ValueError:
+            geometry = []
+        if len(geometry) != 3:
+            ap.error(f"--model-geometry: expected LAYERS,KV_HEADS,HEAD_DIM, "
+                     f"got '{args.model_geometry}'")
     lib = load_library(args.lib)
+    if lib.kvplan_runtime_abi_version() < 2:
+        sys.exit(f"{args.lib}: C API version {lib.kvplan_runtime_abi_version()}, need 2")
 
     opt = C.c_void_p()
     check(lib, lib.kvplan_options_create(C.byref(opt)), "options")
+    if geometry:
+        check(lib, lib.kvplan_options_set_model_geometry(opt, *geometry), "model geometry")
+    if args.model_fingerprint:
+        check(lib, lib.kvplan_options_set_model_fingerprint(opt, args.model_fingerprint.encode()),
+              "model fingerprint")
+    check(lib, lib.kvplan_options_set_skip_model_check(opt, int(args.skip_model_check)),
+          "skip model check")
+    check(lib, lib.kvplan_options_set_require_gpu(opt, int(args.require_gpu)), "require GPU")
     chunk_tokens = 256
     check(lib, lib.kvplan_options_set_chunk_tokens(opt, chunk_tokens), "chunk tokens")
     rt = C.c_void_p()
@@ -87,7 +125,8 @@ def main():
     check(lib, lib.kvplan_runtime_create(args.plan.encode(), opt, C.byref(rt)), "create")
     lib.kvplan_options_destroy(opt)
     print(f"plan {args.plan}: chunk of {chunk_tokens} tokens = {chunk_bytes} bytes in "
-          f"{lib.kvplan_runtime_transfer_group_count(rt)} transfer groups")
+          f"{lib.kvplan_runtime_transfer_group_count(rt)} transfer groups; device memory: "
+          f"{lib.kvplan_runtime_backend_name(rt).decode()}")
 
     rng = random.Random(1)
     n_tokens = args.chunks * chunk_tokens + 17

@@ -12,10 +12,13 @@
 
 struct kvplan_options {
   kvplan::RuntimeOptions options;
+  bool skip_model_check = false;  // kvplan_options_set_skip_model_check
+  bool require_gpu = false;       // kvplan_options_set_require_gpu
 };
 
 struct kvplan_runtime {
   std::unique_ptr<kvplan::OffloadRuntime> rt;
+  std::string backend_name;  // a NUL-terminated copy for kvplan_runtime_backend_name
 };
 
 struct kvplan_device_chunk {
@@ -85,6 +88,58 @@ std::span<const uint32_t> token_span(const uint32_t* tokens, uint64_t n) {
   return {tokens, static_cast<size_t>(n)};
 }
 
+std::string describe_model(const kvplan::Plan& plan) {
+  const kvplan::KvGeometry& g = plan.model.geometry;
+  bool uniform = true;
+  for (const kvplan::KvLayerGeometry& l : g.layers) {
+    uniform =
+        uniform && l.n_kv_heads == g.layers[0].n_kv_heads && l.head_dim == g.layers[0].head_dim;
+  }
+  const std::string shape = uniform && !g.layers.empty()
+                                ? fmt::format("{} layers, {} KV heads x head_dim {}", g.n_layers(),
+                                              g.layers[0].n_kv_heads, g.layers[0].head_dim)
+                                : fmt::format("{} layers of differing KV geometry", g.n_layers());
+  return fmt::format("'{}': {}, model fingerprint {}", plan.model.name, shape,
+                     plan.model.fingerprint.empty() ? "(none recorded)" : plan.model.fingerprint);
+}
+
+// The C API's half of "a plan for another model is refused": the runtime checks what it is given
+// (geometry, fingerprint); here a caller that gives nothing, or a fingerprint that a plan without
+// one cannot be compared with, is refused too, so an unchecked plan is always the caller's choice.
+void require_served_model(const kvplan::Plan& plan, const char* plan_path,
+                          const kvplan_options* o) {
+  const bool has_fingerprint = o != nullptr && !o->options.model_fingerprint.empty();
+  const bool has_geometry = o != nullptr && o->options.model_geometry.has_value();
+  const bool skip = o != nullptr && o->skip_model_check;
+  if (!has_fingerprint && !has_geometry && !skip) {
+    kvplan::fail(kvplan::ErrorCode::kInvalidArgument,
+                 "{}: no served model to check the plan against (the plan is for {}): name it "
+                 "with kvplan_options_set_model_geometry or "
+                 "kvplan_options_set_model_fingerprint, or waive the check with "
+                 "kvplan_options_set_skip_model_check",
+                 plan_path, describe_model(plan));
+  }
+  if (has_fingerprint && !has_geometry && plan.model.fingerprint.empty()) {
+    kvplan::fail(kvplan::ErrorCode::kInvalidArgument,
+                 "{}: the plan records no model fingerprint, so the served model's fingerprint "
+                 "{} cannot be checked against it: give the model's geometry with "
+                 "kvplan_options_set_model_geometry (the plan is for {})",
+                 plan_path, o->options.model_fingerprint, describe_model(plan));
+  }
+}
+
+std::shared_ptr<kvplan::DeviceBackend> make_backend(bool require_gpu) {
+  if (!require_gpu) return kvplan::make_default_device_backend();
+  try {
+    return kvplan::make_device_backend({kvplan::DeviceRequest::Kind::kGpu, 0});
+  } catch (const kvplan::Error& e) {
+    kvplan::fail(e.code(),
+                 "kvplan_runtime_create: a GPU is required (kvplan_options_set_require_gpu) but "
+                 "none can be used: {}",
+                 e.what());
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -146,6 +201,18 @@ kvplan_status kvplan_options_set_model_fingerprint(kvplan_options* o, const char
   });
 }
 
+kvplan_status kvplan_options_set_skip_model_check(kvplan_options* o, int32_t skip) {
+  KVPLAN_REQUIRE(o != nullptr, "options handle is NULL");
+  o->skip_model_check = skip != 0;
+  return KVPLAN_OK;
+}
+
+kvplan_status kvplan_options_set_require_gpu(kvplan_options* o, int32_t required) {
+  KVPLAN_REQUIRE(o != nullptr, "options handle is NULL");
+  o->require_gpu = required != 0;
+  return KVPLAN_OK;
+}
+
 kvplan_status kvplan_options_set_hash_threads(kvplan_options* o, int32_t threads) {
   return guarded([&]() -> kvplan_status {
     KVPLAN_REQUIRE(o != nullptr && threads >= -1 && threads <= 256,
@@ -173,9 +240,12 @@ kvplan_status kvplan_runtime_create(const char* plan_path, const kvplan_options*
                    "kvplan_runtime_create: plan_path and out must not be NULL");
     *out = nullptr;
     const kvplan::Plan plan = kvplan::read_plan(plan_path);
+    require_served_model(plan, plan_path, options);
+    kvplan::RuntimeOptions ro = options != nullptr ? options->options : kvplan::RuntimeOptions{};
+    ro.backend = make_backend(options != nullptr && options->require_gpu);
     auto handle = std::make_unique<kvplan_runtime>();
-    handle->rt = std::make_unique<kvplan::OffloadRuntime>(
-        plan, options != nullptr ? options->options : kvplan::RuntimeOptions{});
+    handle->rt = std::make_unique<kvplan::OffloadRuntime>(plan, std::move(ro));
+    handle->backend_name = std::string(handle->rt->backend().name());
     *out = handle.release();
     return KVPLAN_OK;
   });
@@ -186,6 +256,10 @@ void kvplan_runtime_destroy(kvplan_runtime* rt) {
     delete rt;
   } catch (...) {
   }
+}
+
+const char* kvplan_runtime_backend_name(const kvplan_runtime* rt) {
+  return rt != nullptr ? rt->backend_name.c_str() : "";
 }
 
 uint64_t kvplan_runtime_chunk_tokens(const kvplan_runtime* rt) {

@@ -61,7 +61,7 @@ namespace {
 
 class HostStandinBackend final : public DeviceBackend {
  public:
-  [[nodiscard]] std::string_view name() const override { return "host (no GPU: KVPLAN_HIP=OFF)"; }
+  [[nodiscard]] std::string_view name() const override { return kHostStandinBackendName; }
   std::byte* allocate_device(size_t bytes) override {
     if (bytes == 0) return nullptr;
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
@@ -114,9 +114,13 @@ std::shared_ptr<DeviceBackend> make_host_standin_backend() {
 }
 
 std::shared_ptr<DeviceBackend> make_default_device_backend() {
-  // The --device auto rule of the CLI: a GPU when this build has GPU support and the runtime finds
-  // one (select_device logs which), else host memory standing in for the device.
-  const DeviceChoice choice = select_device({});
+  return make_device_backend({});
+}
+
+std::shared_ptr<DeviceBackend> make_device_backend(const DeviceRequest& request) {
+  // The --device rule of the CLI: auto takes a GPU when this build has GPU support and the runtime
+  // finds one (select_device logs which), else host memory stands in for the device.
+  const DeviceChoice choice = select_device(request);
   if (choice.use_gpu) return make_gpu_device_backend(choice.index);
   return make_host_standin_backend();
 }

@@ -14,6 +14,8 @@
 #include <memory>
 #include <string_view>
 
+#include "gpu/device_selection.h"
+
 namespace kvplan {
 
 class ChecksumPool;
@@ -58,12 +60,20 @@ class DeviceBackend {
   virtual void wait_fence(const DeviceFence& fence) = 0;
 };
 
-// Host memory standing in for device memory (the KVPLAN_HIP=OFF build).
+// The host stand-in's name(), exactly: callers (the C API's KVPLAN_BACKEND_HOST) compare with it
+// to tell that "device" memory is ordinary host memory.
+inline constexpr std::string_view kHostStandinBackendName = "host";
+
+// Host memory standing in for device memory (a build without GPU support, or no GPU found).
 std::shared_ptr<DeviceBackend> make_host_standin_backend();
 // The backend this build and machine provide: GPU 0 when built with HIP (or CUDA) and a device is
 // found (make_gpu_device_backend, gpu_device_backend.h), else the host stand-in; one log line
 // says which.
 std::shared_ptr<DeviceBackend> make_default_device_backend();
+// The backend for a --device request: kAuto as make_default_device_backend, kCpu the host
+// stand-in, kGpu that GPU or Error with select_device's reason (kUnimplemented without GPU support
+// compiled in, kNotFound without a device, kInvalidArgument for an index out of range).
+std::shared_ptr<DeviceBackend> make_device_backend(const DeviceRequest& request);
 
 // mmap + mlock; Error(kResourceExhausted) with the errno text and the RLIMIT_MEMLOCK hint when the
 // kernel refuses to lock the pages. Shared by the host stand-in and tests.

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/gpu_runtime.h"
 #include "kvplan/kvplan_runtime.h"
 #include "runtime_test_util.h"
 
@@ -16,12 +17,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
+bool gpu_present() {
+  int n = 0;
+  return gpu::compiled_in() && gpu::device_count(&n).ok() && n > 0;
+}
+
 class CApiTest : public ::testing::Test {
  protected:
   fs::path plan_path =
       fs::temp_directory_path() / ("kvplan_capi_plan_" + std::to_string(::getpid()) + ".json");
   void SetUp() override { write_plan(plan_path, test::mixed_plan()); }
   void TearDown() override { fs::remove(plan_path); }
+
+  // Options with capacities small enough to pin anywhere and no model identity.
+  static kvplan_options* small_options() {
+    kvplan_options* opt = nullptr;
+    EXPECT_EQ(kvplan_options_create(&opt), KVPLAN_OK);
+    EXPECT_EQ(kvplan_options_set_chunk_tokens(opt, 32), KVPLAN_OK);
+    EXPECT_EQ(kvplan_options_set_host_capacity_bytes(opt, 4ull << 20), KVPLAN_OK);
+    EXPECT_EQ(kvplan_options_set_device_capacity_bytes(opt, 4ull << 20), KVPLAN_OK);
+    return opt;
+  }
 };
 
 TEST_F(CApiTest, StoreLookupLoad) {
@@ -104,6 +120,119 @@ TEST_F(CApiTest, ErrorsAreCodesAndMessages) {
   kvplan_options_destroy(opt);
   EXPECT_EQ(kvplan_transfer_wait(nullptr), KVPLAN_INVALID_ARGUMENT);
   EXPECT_EQ(kvplan_runtime_abi_version(), static_cast<uint32_t>(KVPLAN_RUNTIME_ABI_VERSION));
+}
+
+TEST_F(CApiTest, PlanIsRefusedUnlessTheServedModelIsGivenOrTheCheckWaived) {
+  kvplan_runtime* rt = nullptr;
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), nullptr, &rt), KVPLAN_INVALID_ARGUMENT);
+  EXPECT_EQ(rt, nullptr);
+  kvplan_options* opt = small_options();
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
+  EXPECT_EQ(rt, nullptr);
+  const std::string msg = kvplan_last_error_message();
+  for (const char* part :
+       {"'tiny'", "5 layers", "2 KV heads x head_dim 64", "00000000feedbeef",
+        "kvplan_options_set_model_geometry", "kvplan_options_set_model_fingerprint",
+        "kvplan_options_set_skip_model_check"}) {
+    EXPECT_NE(msg.find(part), std::string::npos) << part << " not in: " << msg;
+  }
+  // An empty fingerprint is no identity either.
+  ASSERT_EQ(kvplan_options_set_model_fingerprint(opt, ""), KVPLAN_OK);
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
+  // The explicit opt-out runs the plan unchecked; switching it off again restores the check.
+  ASSERT_EQ(kvplan_options_set_skip_model_check(opt, 1), KVPLAN_OK);
+  ASSERT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_OK)
+      << kvplan_last_error_message();
+  kvplan_runtime_destroy(rt);
+  rt = nullptr;
+  ASSERT_EQ(kvplan_options_set_skip_model_check(opt, 0), KVPLAN_OK);
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
+  EXPECT_EQ(kvplan_options_set_skip_model_check(nullptr, 1), KVPLAN_INVALID_ARGUMENT);
+  kvplan_options_destroy(opt);
+}
+
+TEST_F(CApiTest, PlanForAnotherModelFingerprintIsRefused) {
+  kvplan_options* opt = small_options();
+  kvplan_runtime* rt = nullptr;
+  ASSERT_EQ(kvplan_options_set_model_fingerprint(opt, "00000000deadbeef"), KVPLAN_OK);
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
+  EXPECT_EQ(rt, nullptr);
+  const std::string msg = kvplan_last_error_message();
+  EXPECT_NE(msg.find("00000000feedbeef"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("00000000deadbeef"), std::string::npos) << msg;
+  // Waiving the check does not waive a fingerprint the caller did give.
+  ASSERT_EQ(kvplan_options_set_skip_model_check(opt, 1), KVPLAN_OK);
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
+  ASSERT_EQ(kvplan_options_set_skip_model_check(opt, 0), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_model_fingerprint(opt, "00000000feedbeef"), KVPLAN_OK);
+  ASSERT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_OK)
+      << kvplan_last_error_message();
+  kvplan_runtime_destroy(rt);
+  kvplan_options_destroy(opt);
+}
+
+TEST_F(CApiTest, FingerprintAloneCannotVouchForAPlanThatRecordsNone) {
+  write_plan(plan_path, test::mixed_plan(2, 64, 16, ""));
+  kvplan_options* opt = small_options();
+  kvplan_runtime* rt = nullptr;
+  ASSERT_EQ(kvplan_options_set_model_fingerprint(opt, "00000000feedbeef"), KVPLAN_OK);
+  EXPECT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_INVALID_ARGUMENT);
+  EXPECT_EQ(rt, nullptr);
+  const std::string msg = kvplan_last_error_message();
+  EXPECT_NE(msg.find("records no model fingerprint"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("kvplan_options_set_model_geometry"), std::string::npos) << msg;
+  ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 2, 64), KVPLAN_OK);
+  ASSERT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_OK)
+      << kvplan_last_error_message();
+  kvplan_runtime_destroy(rt);
+  kvplan_options_destroy(opt);
+}
+
+TEST_F(CApiTest, BackendNameSaysWhetherDeviceMemoryIsAGpu) {
+  kvplan_options* opt = small_options();
+  ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 2, 64), KVPLAN_OK);
+  kvplan_runtime* rt = nullptr;
+  ASSERT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_OK)
+      << kvplan_last_error_message();
+  kvplan_options_destroy(opt);
+  const std::string name = kvplan_runtime_backend_name(rt);
+  if (gpu_present()) {
+    EXPECT_NE(name, KVPLAN_BACKEND_HOST);
+    EXPECT_NE(name.find(gpu::backend_name()), std::string::npos) << name;
+  } else {
+    EXPECT_EQ(name, KVPLAN_BACKEND_HOST);
+  }
+  kvplan_runtime_destroy(rt);
+  EXPECT_STREQ(kvplan_runtime_backend_name(nullptr), "");
+}
+
+TEST_F(CApiTest, RequiringAGpuFailsWithTheReasonWhenThereIsNone) {
+  kvplan_options* opt = small_options();
+  ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 2, 64), KVPLAN_OK);
+  ASSERT_EQ(kvplan_options_set_require_gpu(opt, 1), KVPLAN_OK);
+  kvplan_runtime* rt = nullptr;
+  const kvplan_status s = kvplan_runtime_create(plan_path.c_str(), opt, &rt);
+  if (gpu_present()) {
+    ASSERT_EQ(s, KVPLAN_OK) << kvplan_last_error_message();
+    EXPECT_NE(std::string(kvplan_runtime_backend_name(rt)), KVPLAN_BACKEND_HOST);
+    kvplan_runtime_destroy(rt);
+  } else {
+    EXPECT_EQ(s, gpu::compiled_in() ? KVPLAN_NOT_FOUND : KVPLAN_UNIMPLEMENTED);
+    EXPECT_EQ(rt, nullptr);
+    const std::string msg = kvplan_last_error_message();
+    EXPECT_NE(msg.find("a GPU is required (kvplan_options_set_require_gpu)"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(gpu::compiled_in() ? "found no GPU" : "no GPU support compiled in"),
+              std::string::npos)
+        << msg;
+  }
+  // Not required (the default, or switched back off): the host stands in without a GPU.
+  ASSERT_EQ(kvplan_options_set_require_gpu(opt, 0), KVPLAN_OK);
+  ASSERT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_OK)
+      << kvplan_last_error_message();
+  kvplan_runtime_destroy(rt);
+  EXPECT_EQ(kvplan_options_set_require_gpu(nullptr, 1), KVPLAN_INVALID_ARGUMENT);
+  kvplan_options_destroy(opt);
 }
 
 }  // namespace

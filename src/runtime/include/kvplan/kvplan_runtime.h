@@ -3,12 +3,16 @@
  * Caches packed KV chunks of a kvplan precision plan across a device pool, a pinned host tier and
  * an optional disk tier, keyed by chained hashes of token chunks. Every object read back is
  * checked (plan, model, formats and versions, geometry, payload checksum) before it is loaded.
+ * A plan is only used for the model it was made for: kvplan_runtime_create refuses it unless the
+ * served model is named (its KV geometry or fingerprint) and matches, or the check is waived.
  *
  *   kvplan_options* opt;  kvplan_options_create(&opt);
  *   kvplan_options_set_host_capacity_bytes(opt, 1ull << 30);
+ *   kvplan_options_set_model_geometry(opt, 32, 8, 128);  // layers, KV heads, head_dim
  *   kvplan_runtime* rt;
  *   if (kvplan_runtime_create("plan.json", opt, &rt) != KVPLAN_OK)
  *     fprintf(stderr, "%s\n", kvplan_last_error_message());
+ *   printf("device memory: %s\n", kvplan_runtime_backend_name(rt));   // "host" without a GPU
  *   kvplan_device_chunk* c;
  *   kvplan_runtime_acquire_chunk(rt, tokens, n_tokens, 0, &c);   // chunk 0 of tokens
  *   ... write pages into kvplan_device_chunk_data(c) (or kvplan_device_chunk_write) ...
@@ -37,7 +41,18 @@
 extern "C" {
 #endif
 
-#define KVPLAN_RUNTIME_ABI_VERSION 1
+/* Bumped when a change can break a caller built against an earlier header
+ * (kvplan_runtime_abi_version returns the library's). Signatures are only added, never changed.
+ *   1: first release.
+ *   2: kvplan_runtime_create refuses a plan unless the served model is given
+ *      (kvplan_options_set_model_geometry / _fingerprint) or the check is waived
+ *      (kvplan_options_set_skip_model_check); adds kvplan_options_set_skip_model_check,
+ *      kvplan_options_set_require_gpu and kvplan_runtime_backend_name. */
+#define KVPLAN_RUNTIME_ABI_VERSION 2
+
+/* kvplan_runtime_backend_name of a runtime whose "device" memory is ordinary host memory (built
+ * without GPU support, or no GPU found and none required). */
+#define KVPLAN_BACKEND_HOST "host"
 
 typedef int32_t kvplan_status;
 enum {
@@ -79,13 +94,29 @@ KVPLAN_API void kvplan_options_destroy(kvplan_options* options);
 KVPLAN_API kvplan_status kvplan_options_set_chunk_tokens(kvplan_options* o, uint64_t tokens);
 KVPLAN_API kvplan_status kvplan_options_set_device_capacity_bytes(kvplan_options* o, uint64_t b);
 KVPLAN_API kvplan_status kvplan_options_set_host_capacity_bytes(kvplan_options* o, uint64_t b);
-/* dir NULL or "" disables the disk tier. */
+/* dir NULL or "" disables the disk tier. Chunks go to <dir>/<plan fp>-<model fp>/ (16 hex digits
+ * each), which one runtime at a time may use: kvplan_runtime_create fails with
+ * KVPLAN_RESOURCE_EXHAUSTED while another holds it. capacity_bytes is that subdirectory's. */
 KVPLAN_API kvplan_status kvplan_options_set_disk(kvplan_options* o, const char* dir,
                                                  uint64_t capacity_bytes, int32_t fsync);
+/* The served model. kvplan_runtime_create checks the plan against what is given here and refuses
+ * (KVPLAN_INVALID_ARGUMENT, the message says what differs) a plan made for another model; with
+ * neither set it refuses to run at all unless kvplan_options_set_skip_model_check waives the check.
+ * Fingerprint: the model's hex fingerprint as `kvplan inspect` prints it and plan.json records in
+ * model.fingerprint (NULL or "" unsets it); it can vouch only for a plan that records one. */
 KVPLAN_API kvplan_status kvplan_options_set_model_fingerprint(kvplan_options* o, const char* hex);
-/* The served model's KV geometry (uniform layers); the plan is refused if it differs. */
+/* Geometry: the served model's KV shape (uniform layers): layer count, KV heads, head_dim. */
 KVPLAN_API kvplan_status kvplan_options_set_model_geometry(kvplan_options* o, int32_t n_layers,
                                                            int32_t n_kv_heads, int32_t head_dim);
+/* skip != 0: use the plan without a served model to check it against (for callers that know by
+ * other means that it matches; a plan for another model packs pages of the wrong shape). A
+ * fingerprint or geometry that is set is still checked. Default 0. */
+KVPLAN_API kvplan_status kvplan_options_set_skip_model_check(kvplan_options* o, int32_t skip);
+/* required != 0: kvplan_runtime_create fails unless device memory is on a GPU (GPU 0), with the
+ * reason: KVPLAN_UNIMPLEMENTED when the library has no GPU support, KVPLAN_NOT_FOUND when no GPU
+ * is found. 0 (default): GPU 0 when one is found, else host memory stands in for device memory
+ * (kvplan_runtime_backend_name says which). */
+KVPLAN_API kvplan_status kvplan_options_set_require_gpu(kvplan_options* o, int32_t required);
 
 /* Threads hashing payload checksums next to the transfers: -1 (default) lets the backend choose,
  * 0 hashes on the transfer thread alone, up to 256. */
@@ -95,6 +126,10 @@ KVPLAN_API kvplan_status kvplan_options_set_hash_threads(kvplan_options* o, int3
 KVPLAN_API kvplan_status kvplan_runtime_create(const char* plan_path, const kvplan_options* options,
                                                kvplan_runtime** out);
 KVPLAN_API void kvplan_runtime_destroy(kvplan_runtime* rt);
+/* Where device memory lives: KVPLAN_BACKEND_HOST ("host") when host memory stands in for a GPU,
+ * else the GPU API, index and name, e.g. "CUDA (NVIDIA) device 0 (NVIDIA H200)". Valid while rt
+ * lives; "" for NULL. */
+KVPLAN_API const char* kvplan_runtime_backend_name(const kvplan_runtime* rt);
 
 /* Layout queries. */
 KVPLAN_API uint64_t kvplan_runtime_chunk_tokens(const kvplan_runtime* rt);
