@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, builds, fetches the SmolLM2-135M test model into the
 # cache, and runs every test with ctest. Tests that need a model skip with a printed reason only
-# when it is absent.
+# when it is absent — unless KVPLAN_REQUIRE_MODELS=1, which CI sets (.ci/run): then a model that
+# cannot be fetched stops this script, and a test whose model or data file is missing fails
+# (tests/test_paths.h). GPU tests skip without a GPU either way; ctest lists them as skipped.
 #
-#   scripts/test.sh
+#   scripts/test.sh                           # developer run: missing models skip
+#   KVPLAN_REQUIRE_MODELS=1 scripts/test.sh   # CI: missing models fail
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 if ! scripts/fetch-smollm2.sh; then
+  if [[ "${KVPLAN_REQUIRE_MODELS:-0}" == 1 ]]; then
+    echo "test: SmolLM2-135M could not be fetched and KVPLAN_REQUIRE_MODELS=1: failing" >&2
+    exit 1
+  fi
   echo "test: SmolLM2-135M could not be fetched; the tests that need it will skip" >&2
 fi
 build_dir="${KVPLAN_BUILD_DIR:-build}"

@@ -1,11 +1,15 @@
 // Where tests find real models and data: $KVPLAN_TEST_MODELS / $KVPLAN_TEST_DATA, else the
-// ../shared folders beside the checkout. Tests that need a file call GTEST_SKIP with the reason
-// only when it is absent.
+// ../shared folders beside the checkout. A test that needs such a file starts with
+// KVPLAN_NEED_FILE(path, hint): absent, it skips with the reason — or fails when
+// KVPLAN_REQUIRE_MODELS=1 (CI sets it, so that a run cannot pass by skipping the model tests).
 #pragma once
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
+
+#include <gtest/gtest.h>
 
 namespace kvplan::test {
 
@@ -31,4 +35,23 @@ inline std::filesystem::path smollm2_path() {
   return cache / "SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+// $KVPLAN_REQUIRE_MODELS=1: a missing model or data file fails the test that needs it.
+inline bool models_required() {
+  const char* env = std::getenv("KVPLAN_REQUIRE_MODELS");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
 }  // namespace kvplan::test
+
+// In a TEST body or a fixture's SetUp: returns from it, skipped (failed under
+// KVPLAN_REQUIRE_MODELS=1), when `needed_path` does not exist; `hint` says how to get the file.
+//   KVPLAN_NEED_FILE(kvplan::test::smollm2_path(), "run scripts/fetch-smollm2.sh");
+// A macro because GTEST_SKIP and GTEST_FAIL return from the function that uses them.
+#define KVPLAN_NEED_FILE(needed_path, hint)                                                    \
+  if (const std::filesystem::path kvplan_needed_file_ = (needed_path);                         \
+      std::filesystem::exists(kvplan_needed_file_)) {                                          \
+  } else if (::kvplan::test::models_required())                                                \
+    GTEST_FAIL() << kvplan_needed_file_.string() << " absent (" << (hint)                      \
+                 << "); KVPLAN_REQUIRE_MODELS=1 makes a missing model or data file a failure"; \
+  else                                                                                         \
+    GTEST_SKIP() << kvplan_needed_file_.string() << " absent: " << (hint)

@@ -24,7 +24,7 @@ TEST(ProfileOnGpu, AttentionMetricsMatchTheCpuPath) {
   ASSERT_EQ(probe.exit_code, 0) << probe.err;
   if (probe.out.find("NO GPU") != std::string::npos) GTEST_SKIP() << "no GPU";
   const std::string model = (models_dir() / "stories260K.gguf").string();
-  if (!fs::exists(model)) GTEST_SKIP() << model << " not found";
+  KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
   const fs::path dir = fs::temp_directory_path() / "kvplan_profile_gpu_test";
   fs::create_directories(dir);
   const std::string common = "-q profile --model " + model +

@@ -30,7 +30,9 @@ Loaded load(const std::filesystem::path& model) {
   return l;
 }
 
-std::filesystem::path sample_text() { return test::data_dir() / "tinystories-valid-sample.txt"; }
+std::filesystem::path sample_text() {
+  return test::data_dir() / "tinystories-valid-sample.txt";
+}
 
 EvalResult eval_pair(const Loaded& l, const char* pair, int chunks, int ctx = 256) {
   EvalOptions o;
@@ -42,8 +44,8 @@ EvalResult eval_pair(const Loaded& l, const char* pair, int chunks, int ctx = 25
 
 TEST(Eval, Stories260KPerplexityMatchesLlamaCpp) {
   const auto model = test::models_dir() / "stories260K.gguf";
-  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " absent";
-  if (!std::filesystem::exists(sample_text())) GTEST_SKIP() << sample_text() << " absent";
+  KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  KVPLAN_NEED_FILE(sample_text(), "test data: ../shared/data or $KVPLAN_TEST_DATA");
   const Loaded l = load(model);
   EvalOptions o;  // exact KV, n_ctx 256
   const EvalResult r =
@@ -56,8 +58,8 @@ TEST(Eval, Stories260KPerplexityMatchesLlamaCpp) {
 
 TEST(Eval, Stories260KKlOrdering) {
   const auto model = test::models_dir() / "stories260K.gguf";
-  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " absent";
-  if (!std::filesystem::exists(sample_text())) GTEST_SKIP() << sample_text() << " absent";
+  KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  KVPLAN_NEED_FILE(sample_text(), "test data: ../shared/data or $KVPLAN_TEST_DATA");
   const Loaded l = load(model);
   const EvalResult kv8 = eval_pair(l, "KV8", 12), kv4 = eval_pair(l, "KV4", 12),
                    kv2 = eval_pair(l, "KV2", 12);
@@ -76,9 +78,8 @@ TEST(Eval, Stories260KKlOrdering) {
 
 TEST(Eval, SmolLM2KlOrderingWhenPresent) {
   const auto model = test::smollm2_path();
-  if (!std::filesystem::exists(model))
-    GTEST_SKIP() << model << " absent: run scripts/fetch-smollm2.sh";
-  if (!std::filesystem::exists(sample_text())) GTEST_SKIP() << sample_text() << " absent";
+  KVPLAN_NEED_FILE(model, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
+  KVPLAN_NEED_FILE(sample_text(), "test data: ../shared/data or $KVPLAN_TEST_DATA");
   const Loaded l = load(model);
   const EvalResult kv8 = eval_pair(l, "KV8", 1, 128), kv4 = eval_pair(l, "KV4", 1, 128),
                    kv2 = eval_pair(l, "KV2", 1, 128);
@@ -89,7 +90,7 @@ TEST(Eval, SmolLM2KlOrderingWhenPresent) {
 
 TEST(Eval, PromptsAndBadInput) {
   const auto model = test::models_dir() / "stories260K.gguf";
-  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " absent";
+  KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
   const ModelWeights w = load_model_weights(model);
   const Transformer t(w);
   const std::vector<std::vector<int32_t>> prompts = {{1, 400, 30, 20, 99}, {1, 5, 6}};

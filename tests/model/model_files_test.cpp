@@ -169,7 +169,7 @@ TEST(ModelFiles, RefusesUnknownArchitectureAndTensorTypes) {
 
 TEST(ModelFiles, CorruptedStoriesCopies) {
   const auto src = test::models_dir() / "stories260K.gguf";
-  if (!std::filesystem::exists(src)) GTEST_SKIP() << "stories260K.gguf not found at " << src;
+  KVPLAN_NEED_FILE(src, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
   const auto dir = test::temp_dir("corrupt");
   const std::string good = test::read_bytes(src);
   std::string magic = good;

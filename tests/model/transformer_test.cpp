@@ -25,7 +25,9 @@ class Stories : public ::testing::Test {
     weights_ = nullptr;
   }
   void SetUp() override {
-    if (weights_ == nullptr) GTEST_SKIP() << "stories260K.gguf not found in " << test::models_dir();
+    KVPLAN_NEED_FILE(test::models_dir() / "stories260K.gguf",
+                     "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+    ASSERT_NE(weights_, nullptr);
   }
   static std::vector<int32_t> tokens(size_t n) {
     std::vector<int32_t> t(n);
@@ -193,9 +195,7 @@ TEST_F(Stories, GreedyTextFromOnceUponATime) {
 
 TEST(SmolLM2, GreedyAnswerWhenPresent) {
   const auto path = test::smollm2_path();
-  if (!std::filesystem::exists(path)) {
-    GTEST_SKIP() << path << " absent: run scripts/fetch-smollm2.sh";
-  }
+  KVPLAN_NEED_FILE(path, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   const ModelWeights w = load_model_weights(path);
   EXPECT_EQ(w.config.n_layers, 30);
   EXPECT_EQ(w.config.head_dim, 64);

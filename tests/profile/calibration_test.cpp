@@ -67,7 +67,7 @@ class StoriesCalibration : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = test::models_dir() / "stories260K.gguf";
-    if (!std::filesystem::exists(path_)) GTEST_SKIP() << path_ << " not found";
+    KVPLAN_NEED_FILE(path_, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
     info_ = read_model_info(path_);
     tokenizer_ = load_model_tokenizer(path_);
   }
@@ -129,7 +129,7 @@ TEST_F(StoriesCalibration, RefusesTokensOutsideTheVocabulary) {
 
 TEST(CalibrationSmolLM2, MessagesUseTheChatTemplate) {
   const auto path = test::smollm2_path();
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  KVPLAN_NEED_FILE(path, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   const ModelInfo info = read_model_info(path);
   const auto tok = load_model_tokenizer(path);
   const auto items = parse_calibration_text(

@@ -19,7 +19,7 @@ class ProfileCommand : public ::testing::Test {
  protected:
   void SetUp() override {
     model_ = (test::models_dir() / "stories260K.gguf").string();
-    if (!fs::exists(model_)) GTEST_SKIP() << model_ << " not found";
+    KVPLAN_NEED_FILE(model_, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
     dir_ = fs::temp_directory_path() / ("kvplan_profile_cli_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
   }

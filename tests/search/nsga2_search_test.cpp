@@ -45,17 +45,18 @@ TEST(Nsga2Search, FindsTheExhaustiveFrontOfASmallSpace) {
   const auto truth = exhaustive_front(s);
   Nsga2Options opt;
   opt.population = 64;
-  opt.generations = 150;
+  // With 300 generations every seed from 1 to 42 finds all 23 front points of this space; with
+  // 150, four of those seeds missed one point.
+  opt.generations = 300;
   const SearchResult r = nsga2_front(s, opt);
-  // Every true front point is found (within float noise of its objectives).
+  // Every true front point is found: the same choice of format per group.
   size_t found = 0;
   for (const Assignment& t : truth) {
     for (const Assignment& a : r.front) {
       if (a.choice == t.choice) ++found;
     }
   }
-  EXPECT_GE(static_cast<double>(found), 0.9 * static_cast<double>(truth.size()))
-      << found << " of " << truth.size();
+  EXPECT_EQ(found, truth.size());
   // Nothing NSGA-II returns is dominated by the true front.
   for (const Assignment& a : r.front) {
     for (const Assignment& t : truth) {

@@ -45,8 +45,12 @@ HiddenModel make_model(uint32_t seed) {
   return m;
 }
 
-TEST(ValidationLoop, RefitsFindAPlanNoWorseThanTheFirstRound) {
-  HiddenModel model = make_model(23);
+TEST(ValidationLoop, RefitsFindABetterPlanThanTheFirstRound) {
+  // On 18 of the hidden models of seeds 1-40 (these options) a plan proposed after a refit beats
+  // every first-round plan; on the rest the first round already held the best plan found. Seed 15
+  // is one where the unweighted first surrogate misranks (best measured 11.73 in round 1, 9.19
+  // after refits).
+  HiddenModel model = make_model(15);
   Nsga2Options search;
   search.generations = 80;
   ValidationLoopOptions loop;
@@ -61,7 +65,11 @@ TEST(ValidationLoop, RefitsFindAPlanNoWorseThanTheFirstRound) {
     if (m.round == 1) first_round_best = std::min(first_round_best, m.measured);
     EXPECT_LE(m.assignment.memory, 4.0 + 1e-9);
   }
-  EXPECT_LE(r.chosen.measured, first_round_best);
+  // The chosen plan is the lowest measured error by construction, so "no worse than round 1" would
+  // hold whatever the refits did. They must do better: the first round ranks plans by the
+  // profile's unweighted guess, and a plan proposed after a refit must beat all of them.
+  EXPECT_GT(r.chosen.round, 1);
+  EXPECT_LT(r.chosen.measured, first_round_best);
   // Refitting moved the surrogate towards the hidden weights: its prediction of the chosen plan is
   // closer to the truth than the unweighted sum is.
   const auto e = layer_errors(model.space, r.chosen.assignment);

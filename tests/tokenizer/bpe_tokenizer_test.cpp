@@ -17,11 +17,8 @@
 namespace kvplan {
 namespace {
 
-#define SKIP_WITHOUT_SMOLLM2()                                                                 \
-  if (!std::filesystem::exists(test::smollm2_path())) {                                        \
-    GTEST_SKIP() << test::smollm2_path()                                                       \
-                 << " not found (fetch it with scripts/fetch-smollm2.sh or set KVPLAN_CACHE)"; \
-  }
+#define SKIP_WITHOUT_SMOLLM2() \
+  KVPLAN_NEED_FILE(test::smollm2_path(), "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)")
 
 const Tokenizer& smollm2() {
   static const std::unique_ptr<Tokenizer> tok = [] {
@@ -212,7 +209,7 @@ TEST(BpeTokenizer, SmolLM2ChatTemplate) {
 TEST(BpeTokenizer, SmolLM2EncodesTheSampleFileAndRoundTrips) {
   SKIP_WITHOUT_SMOLLM2();
   const std::filesystem::path sample = test::data_dir() / "tinystories-valid-sample.txt";
-  if (!std::filesystem::exists(sample)) GTEST_SKIP() << sample << " not found";
+  KVPLAN_NEED_FILE(sample, "test data: ../shared/data or $KVPLAN_TEST_DATA");
   std::ifstream in(sample, std::ios::binary);
   std::stringstream buffer;
   buffer << in.rdbuf();

@@ -22,11 +22,9 @@ std::unique_ptr<Tokenizer> load_stories() {
   return Tokenizer::from_gguf(gguf);
 }
 
-#define SKIP_WITHOUT_STORIES()                                             \
-  if (!std::filesystem::exists(test::models_dir() / "stories260K.gguf")) { \
-    GTEST_SKIP() << "stories260K.gguf not found in " << test::models_dir() \
-                 << " (set KVPLAN_TEST_MODELS)";                           \
-  }
+#define SKIP_WITHOUT_STORIES()                              \
+  KVPLAN_NEED_FILE(test::models_dir() / "stories260K.gguf", \
+                   "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS")
 
 // Naive SentencePiece BPE: rescan every adjacent pair after each merge and take the highest score
 // (leftmost on ties). O(n^2), written independently of the priority-queue implementation.
@@ -157,7 +155,7 @@ TEST(SpmTokenizer, Stories260KParseSpecial) {
 TEST(SpmTokenizer, Stories260KEncodesTheSampleFileAndRoundTrips) {
   SKIP_WITHOUT_STORIES();
   const std::filesystem::path sample = test::data_dir() / "tinystories-valid-sample.txt";
-  if (!std::filesystem::exists(sample)) GTEST_SKIP() << sample << " not found";
+  KVPLAN_NEED_FILE(sample, "test data: ../shared/data or $KVPLAN_TEST_DATA");
   std::ifstream in(sample, std::ios::binary);
   std::stringstream buffer;
   buffer << in.rdbuf();
