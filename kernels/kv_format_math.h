@@ -231,7 +231,9 @@ KVPLAN_HD inline void dequantize_block_q5_1(const uint8_t* in, float* y) {
   }
 }
 
-// ---- ggml iq4_nl: non-linear codebook, weighted least-squares scale search (ntry = 7) --------
+// ---- ggml iq4_nl: non-linear codebook, as llama.cpp writes it into a KV cache ----------------
+// The nearest codebook entry; exactly between two entries the larger one wins (ggml's
+// best_index_int8).
 KVPLAN_HD inline int iq4_nl_nearest(float x) {
   const int8_t* val = iq4_nl_values();
   if (x <= val[0]) return 0;
@@ -248,11 +250,13 @@ KVPLAN_HD inline int iq4_nl_nearest(float x) {
   return x - static_cast<float>(val[hi - 1]) < static_cast<float>(val[hi]) - x ? hi - 1 : hi;
 }
 
+// ggml's quantize_row_iq4_nl_ref, which its CPU backend uses for f32 -> iq4_nl copies (the KV
+// cache path): indices are the entries nearest to x / d0, d0 = max / -127 (max: the first value of
+// largest |x|, which lands on entry 0), and d is the x^2-weighted least-squares scale for those
+// indices. It runs no scale search (that is quantize_iq4_nl's ntry = 7, for model weights) and does
+// not re-pick indices with the final d. A block with amax < 1e-15 stores d = 0 and index 0
+// everywhere.
 KVPLAN_HD inline void quantize_block_iq4_nl(const float* x, uint8_t* out) {
-  constexpr int kTries = 7;
-  float weight[kGgmlBlock];
-  uint8_t idx[kGgmlBlock];
-  for (int j = 0; j < kGgmlBlock; ++j) weight[j] = x[j] * x[j];
   float amax = 0.0f, max = 0.0f;
   for (int j = 0; j < kGgmlBlock; ++j) {
     const float ax = std::fabs(x[j]);
@@ -261,37 +265,22 @@ KVPLAN_HD inline void quantize_block_iq4_nl(const float* x, uint8_t* out) {
       max = x[j];
     }
   }
-  float scale = 0.0f;
+  uint8_t idx[kGgmlBlock] = {};
+  float d = 0.0f;
   if (amax >= 1e-15f) {
-    const float v0 = static_cast<float>(iq4_nl_values()[0]);
-    float d = -max / v0;
-    float id = 1.0f / d;
+    const float id = 1.0f / (max / static_cast<float>(iq4_nl_values()[0]));
     float sumqx = 0.0f, sumq2 = 0.0f;
     for (int j = 0; j < kGgmlBlock; ++j) {
-      const float q = static_cast<float>(iq4_nl_values()[iq4_nl_nearest(id * x[j])]);
-      sumqx += weight[j] * q * x[j];
-      sumq2 += weight[j] * q * q;
+      const int l = iq4_nl_nearest(id * x[j]);
+      idx[j] = static_cast<uint8_t>(l);
+      const float q = static_cast<float>(iq4_nl_values()[l]);
+      const float w = x[j] * x[j];
+      sumqx += w * q * x[j];
+      sumq2 += w * q * q;
     }
-    d = sumqx / sumq2;
-    float best = d * sumqx;
-    for (int itry = -kTries; itry <= kTries; ++itry) {
-      id = (static_cast<float>(itry) + v0) / max;
-      sumqx = sumq2 = 0.0f;
-      for (int j = 0; j < kGgmlBlock; ++j) {
-        const float q = static_cast<float>(iq4_nl_values()[iq4_nl_nearest(id * x[j])]);
-        sumqx += weight[j] * q * x[j];
-        sumq2 += weight[j] * q * q;
-      }
-      if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
-        d = sumqx / sumq2;
-        best = d * sumqx;
-      }
-    }
-    scale = d;
+    d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
   }
-  store_u16_le(out, f32_to_f16(scale));
-  const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
-  for (int j = 0; j < kGgmlBlock; ++j) idx[j] = static_cast<uint8_t>(iq4_nl_nearest(id * x[j]));
+  store_u16_le(out, f32_to_f16(d));
   for (int j = 0; j < kGgmlBlock / 2; ++j) {
     out[2 + j] = static_cast<uint8_t>(idx[j] | (idx[j + 16] << 4));
   }
@@ -306,14 +295,16 @@ KVPLAN_HD inline void dequantize_block_iq4_nl(const uint8_t* in, float* y) {
 
 // ---- uniform asymmetric integers (KIVI / KVTuner): scale = (max-min)/(2^b-1), zero = min -------
 // Codes are computed against the f16-rounded scale and zero that dequantization will use, so the
-// error of every value is at most half a step plus the f16 rounding of the zero point.
+// error of every value is at most half a step plus the f16 rounding of the zero point. The code is
+// rint((x - zero) / scale) with a true division: multiplying by a rounded 1/scale picks the farther
+// code for some values within an ulp of a half step (tests/formats/kv_golden_test.cpp has them).
 KVPLAN_HD inline float saturate_to_f16_range(float v) {
   return fminf_hd(fmaxf_hd(v, -65504.0f), 65504.0f);
 }
 
 template <int kBits>
-KVPLAN_HD inline uint32_t int_code(float x, float zero, float inv) {
-  const float q = std::rint((x - zero) * inv);
+KVPLAN_HD inline uint32_t int_code(float x, float zero, float divisor) {
+  const float q = std::rint((x - zero) / divisor);
   // Through int: float -> unsigned has no vector instruction before AVX-512.
   return static_cast<uint32_t>(
       static_cast<int>(fminf_hd(fmaxf_hd(q, 0.0f), static_cast<float>((1 << kBits) - 1))));
@@ -350,7 +341,8 @@ KVPLAN_HD inline void quantize_group_int(const float* x, int n, uint8_t* out) {
   store_u16_le(out + 2, zero_h);
   const float scale = f16_to_f32(scale_h);
   const float zero = f16_to_f32(zero_h);
-  const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  // A scale that rounds to 0 in f16 stores code 0 everywhere: dividing by +inf gives +-0.
+  const float divisor = scale > 0.0f ? scale : f32_from_bits(0x7f800000u);
   uint8_t* codes = out + sizeof(IntGroupHeader);
   // Codes go through a small buffer: computing them is the vectorisable part, bit-packing a
   // handful of bytes is not (and a 2-bit group of 32 fills only 8 bytes).
@@ -359,7 +351,7 @@ KVPLAN_HD inline void quantize_group_int(const float* x, int n, uint8_t* out) {
   for (int base = 0; base < n; base += kChunk) {
     const int len = n - base < kChunk ? n - base : kChunk;
     for (int i = 0; i < len; ++i)
-      chunk[i] = static_cast<uint8_t>(int_code<kBits>(x[base + i], zero, inv));
+      chunk[i] = static_cast<uint8_t>(int_code<kBits>(x[base + i], zero, divisor));
     for (int i = len; i % kPerByte != 0; ++i) chunk[i] = 0;  // pad the last partial byte
     const int n_bytes = (len + kPerByte - 1) / kPerByte;
     int b = 0;

@@ -47,9 +47,9 @@ TEST(GgmlGolden, BlocksAreByteIdenticalToGgml) {
   EXPECT_GE(checked, 40);
 }
 
-// iq4_nl has no Python reference quantizer; check its decoding against the codebook by hand and
-// that the quantizer picks the codebook entry nearest to x / d for a block it must represent
-// exactly.
+// gguf-py has no iq4_nl quantizer (kv_golden_test.cpp checks its bytes against
+// tests/formats/golden/make_golden.py); here its decoding is checked against the codebook by hand,
+// and a block it must represent exactly.
 TEST(GgmlGolden, Iq4NlDecodesThroughTheCodebook) {
   const int8_t codebook[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                1,    13,   25,  38,  53,  69,  89,  113};

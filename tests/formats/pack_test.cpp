@@ -136,8 +136,7 @@ TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
             << " y=" << restored[i];
       }
       // Codes are exact on re-pack: packing the dequantized row reproduces the bytes.
-      // (iq4_nl re-runs a least-squares scale search, so only its values are checked for
-      // stability.)
+      // (iq4_nl re-fits a least-squares scale, so only its values are checked for stability.)
       pack_row(f, restored, repacked, opt);
       if (f.id() != FormatId::kIq4Nl) {
         ASSERT_EQ(packed, repacked) << c.format << " d=" << c.head_dim << " seed " << seed;
