@@ -131,12 +131,12 @@ void run_estimate(const EstimateOptions& o) {
     return;
   }
   std::string windows = "none";
+  int n_sliding = 0;
   for (int l = 0; l < n; ++l) {
-    if (config.sliding_window[l] > 0) {
-      windows = fmt::format("{} tokens on some layers", config.sliding_window[l]);
-      break;
-    }
+    if (config.sliding_window[l] == 0) continue;
+    if (n_sliding++ == 0) windows = fmt::format("{} tokens", config.sliding_window[l]);
   }
+  if (n_sliding > 0) windows += fmt::format(" on {} of {} layers", n_sliding, n);
   std::printf("model     %s (%s)\n", config.name.c_str(), config.source.c_str());
   std::printf("geometry  %d layers, %d KV heads, head_dim %d, sliding window: %s\n", n,
               config.n_kv_heads.front(), config.head_dim, windows.c_str());

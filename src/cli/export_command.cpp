@@ -1,5 +1,5 @@
 // kvplan export: a plan in the form a serving engine accepts (llama.cpp flags, vLLM arguments,
-// KVTuner YAML), with notes on what the engine cannot express.
+// KVTuner YAML), with notes and every loss: what the engine gets differently, per layer and field.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -36,13 +36,26 @@ void run_export(const ExportOptions& o) {
   if (!o.output.empty())
     write_file_atomic(o.output, e.text.ends_with('\n') ? e.text : e.text + "\n");
   if (o.json) {
-    const nlohmann::json out{
-        {"to", o.to}, {"text", e.text}, {"exact", e.exact}, {"notes", e.notes}};
+    nlohmann::json losses = nlohmann::json::array();
+    for (const ExportLoss& l : e.losses) {
+      losses.push_back({{"layer", l.layer < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.layer)},
+                        {"field", l.field},
+                        {"planned", l.planned},
+                        {"exported", l.exported},
+                        {"reason", l.reason}});
+    }
+    const nlohmann::json out{{"to", o.to},
+                             {"text", e.text},
+                             {"exact", e.exact()},
+                             {"notes", e.notes},
+                             {"losses", losses}};
     std::printf("%s\n", json_text(out, 2).c_str());
     return;
   }
   if (o.output.empty()) std::printf("%s%s", e.text.c_str(), e.text.ends_with('\n') ? "" : "\n");
   for (const std::string& note : e.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  for (const std::string& loss : describe_losses(e.losses))
+    std::fprintf(stderr, "loss: %s\n", loss.c_str());
 }
 
 }  // namespace

@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_fields.h"
 #include "core/json_text.h"
 #include "model/gguf_file.h"
+#include "model/gguf_sliding_window.h"
 
 namespace kvplan {
 namespace {
@@ -24,66 +25,23 @@ constexpr int64_t kMaxHeads = 1 << 16;
 constexpr int64_t kMaxWidth = 1 << 24;  // hidden size, head_dim, FFN size
 constexpr int64_t kMaxVocab = 1 << 24;
 
-int bounded_int(const json& j, const char* field, const std::string& source, int64_t max) {
-  const auto it = j.find(field);
-  if (it == j.end()) fail(ErrorCode::kInvalidArgument, "{}: field '{}' is missing", source, field);
-  if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > max) {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected an integer in 1..{}, got {}",
-         source, field, max, json_excerpt(*it));
-  }
-  return static_cast<int>(it->get<int64_t>());
-}
-
-// An optional field of type T (int64_t, double, bool or std::string): `fallback` when absent or
-// null, Error naming the field when it has another type. (json::value() would throw nlohmann's
-// type_error instead, or cast a huge double to int.)
-template <typename T>
-T optional_field(const json& j, const char* field, T fallback, const std::string& source) {
-  const auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return fallback;
-  bool ok = false;
-  if constexpr (std::is_same_v<T, bool>) {
-    ok = it->is_boolean();
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    ok = it->is_string();
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    ok = it->is_number_integer() && it->get<int64_t>() >= 0;
-  } else {
-    ok = it->is_number() && std::isfinite(it->get<double>());
-  }
-  if (!ok) {
-    const char* want = std::is_same_v<T, bool>          ? "true or false"
-                       : std::is_same_v<T, std::string> ? "a string"
-                       : std::is_same_v<T, int64_t>     ? "a non-negative integer"
-                                                        : "a finite number";
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected {}, got {}", source, field, want,
-         json_excerpt(*it));
-  }
-  return it->get<T>();
-}
-
-int optional_count(const json& j, const char* field, int64_t max, const std::string& source) {
-  const int64_t n = optional_field<int64_t>(j, field, 0, source);
-  if (n > max) {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected an integer in 0..{}, got {}",
-         source, field, max, n);
-  }
+// An optional count (absent or null: 0) in 0..max. The type is checked before the range, so a
+// string reads "expected a non-negative integer".
+int optional_count(const JsonFields& f, const char* field, int64_t max) {
+  const int64_t n = f.optional_integer(field, 0, INT64_MAX).value_or(0);
+  if (n > max) f.expected(field, JsonFields::describe_integer(0, max), f.at(field));
   return static_cast<int>(n);
 }
 
-bool has_non_null(const json& j, const char* field) {
-  const auto it = j.find(field);
-  return it != j.end() && !it->is_null();
-}
-
 void refuse_unsupported_attention(const json& j, const std::string& source) {
-  if (has_non_null(j, "kv_lora_rank") || has_non_null(j, "q_lora_rank")) {
+  const JsonFields f(j, source);
+  if (f.has("kv_lora_rank") || f.has("q_lora_rank")) {
     fail(ErrorCode::kUnimplemented,
          "{}: multi-head latent attention (kv_lora_rank) caches a compressed latent, not per-head "
          "K/V; kvplan does not support MLA models",
          source);
   }
-  const std::string model_type = optional_field<std::string>(j, "model_type", "", source);
+  const std::string model_type = f.optional_string("model_type").value_or("");
   static const char* kHybrid[] = {
       "jamba",     "zamba",      "zamba2",          "mamba",      "mamba2",
       "falcon_h1", "qwen3_next", "recurrent_gemma", "nemotron_h", "granitemoehybrid",
@@ -120,7 +78,7 @@ std::vector<int64_t> hf_sliding_windows(const json& j, int n_layers, const std::
          source, json_excerpt(*it));
   }
   const int64_t window = it->get<int64_t>();
-  if (!optional_field<bool>(j, "use_sliding_window", true, source)) return windows;
+  if (!JsonFields(j, source).optional_boolean("use_sliding_window").value_or(true)) return windows;
   if (j.contains("layer_types") && j["layer_types"].is_array()) {
     const json& types = j["layer_types"];
     if (static_cast<int>(types.size()) != n_layers) {
@@ -179,14 +137,18 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
   refuse_unsupported_attention(j, source);
   ModelConfig c;
   c.source = source;
-  c.architecture = lowercase(optional_field<std::string>(
-      j, "model_type", optional_field<std::string>(root, "model_type", "llama", source), source));
-  c.name = optional_field<std::string>(root, "_name_or_path", c.architecture, source);
-  c.n_layers = bounded_int(j, "num_hidden_layers", source, kMaxLayers);
-  c.n_heads = bounded_int(j, "num_attention_heads", source, kMaxHeads);
-  c.hidden_size = bounded_int(j, "hidden_size", source, kMaxWidth);
-  if (has_non_null(j, "head_dim")) {
-    c.head_dim = bounded_int(j, "head_dim", source, kMaxWidth);
+  // Fields of the language model (text_config when nested) and of the file's top level; errors
+  // name both by their key alone, as the model's config.json documents them.
+  const JsonFields f(j, source);
+  const JsonFields top(root, source);
+  c.architecture = lowercase(f.optional_string("model_type")
+                                 .value_or(top.optional_string("model_type").value_or("llama")));
+  c.name = top.optional_string("_name_or_path").value_or(c.architecture);
+  c.n_layers = static_cast<int>(f.integer("num_hidden_layers", 1, kMaxLayers));
+  c.n_heads = static_cast<int>(f.integer("num_attention_heads", 1, kMaxHeads));
+  c.hidden_size = static_cast<int>(f.integer("hidden_size", 1, kMaxWidth));
+  if (f.has("head_dim")) {
+    c.head_dim = static_cast<int>(f.integer("head_dim", 1, kMaxWidth));
   } else {
     if (c.hidden_size % c.n_heads != 0) {
       fail(ErrorCode::kInvalidArgument,
@@ -215,7 +177,8 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
       c.n_kv_heads.push_back(n.get<int>());
     }
   } else {
-    c.n_kv_heads.assign(c.n_layers, bounded_int(j, "num_key_value_heads", source, kMaxHeads));
+    c.n_kv_heads.assign(c.n_layers,
+                        static_cast<int>(f.integer("num_key_value_heads", 1, kMaxHeads)));
   }
   for (int n : c.n_kv_heads) {
     if (c.n_heads % n != 0) {
@@ -226,29 +189,28 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
     }
   }
   c.sliding_window = hf_sliding_windows(j, c.n_layers, source);
-  c.ffn_size = optional_count(j, "intermediate_size", kMaxWidth, source);
-  c.vocab_size = optional_count(j, "vocab_size", kMaxVocab, source);
-  c.context_length = optional_field<int64_t>(j, "max_position_embeddings", 0, source);
-  c.rope_theta = optional_field<double>(j, "rope_theta", 10000.0, source);
-  c.rms_norm_eps = optional_field<double>(j, "rms_norm_eps", 1e-5, source);
-  c.attention_bias = optional_field<bool>(j, "attention_bias", c.architecture == "qwen2", source);
-  c.tied_embeddings = optional_field<bool>(root, "tie_word_embeddings", false, source);
+  c.ffn_size = optional_count(f, "intermediate_size", kMaxWidth);
+  c.vocab_size = optional_count(f, "vocab_size", kMaxVocab);
+  c.context_length = f.optional_integer("max_position_embeddings", 0, INT64_MAX).value_or(0);
+  c.rope_theta = f.optional_number("rope_theta").value_or(10000.0);
+  c.rms_norm_eps = f.optional_number("rms_norm_eps").value_or(1e-5);
+  c.attention_bias = f.optional_boolean("attention_bias").value_or(c.architecture == "qwen2");
+  c.tied_embeddings = top.optional_boolean("tie_word_embeddings").value_or(false);
   c.rope_layout = RopeLayout::kHalfSplit;
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
-    const json& rs = j["rope_scaling"];
-    const std::string rs_source = source + ": rope_scaling";
-    const std::string type = optional_field<std::string>(
-        rs, "rope_type", optional_field<std::string>(rs, "type", "", rs_source), rs_source);
+    const JsonFields rs(j["rope_scaling"], source + ": rope_scaling");
+    const std::string type =
+        rs.optional_string("rope_type").value_or(rs.optional_string("type").value_or(""));
     if (type == "llama3") {
       c.rope_scaling = RopeScaling::kLlama3;
-      c.rope_factor = optional_field<double>(rs, "factor", 8.0, rs_source);
-      c.rope_low_freq_factor = optional_field<double>(rs, "low_freq_factor", 1.0, rs_source);
-      c.rope_high_freq_factor = optional_field<double>(rs, "high_freq_factor", 4.0, rs_source);
+      c.rope_factor = rs.optional_number("factor").value_or(8.0);
+      c.rope_low_freq_factor = rs.optional_number("low_freq_factor").value_or(1.0);
+      c.rope_high_freq_factor = rs.optional_number("high_freq_factor").value_or(4.0);
       c.rope_original_context =
-          optional_field<int64_t>(rs, "original_max_position_embeddings", 8192, rs_source);
+          rs.optional_integer("original_max_position_embeddings", 0, INT64_MAX).value_or(8192);
     } else if (type == "linear") {
       c.rope_scaling = RopeScaling::kLinear;
-      c.rope_factor = optional_field<double>(rs, "factor", 1.0, rs_source);
+      c.rope_factor = rs.optional_number("factor").value_or(1.0);
     }
   }
   return c;
@@ -260,7 +222,7 @@ ModelConfig hf_config_from_text(std::string_view text, const std::string& source
   if (j.is_object() && !j.contains("_name_or_path")) {
     const std::filesystem::path file(source);
     c.name = file.has_parent_path() ? file.parent_path().filename().string() : c.architecture;
-    c.name = optional_field<std::string>(j, "kvplan_name", c.name, source);
+    c.name = JsonFields(j, source).optional_string("kvplan_name").value_or(c.name);
   }
   return c;
 }
@@ -332,10 +294,7 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
            n, c.n_heads);
     }
   }
-  c.sliding_window.assign(c.n_layers, 0);
-  if (const std::string key = a + ".attention.sliding_window"; gguf.has(key)) {
-    std::fill(c.sliding_window.begin(), c.sliding_window.end(), gguf_count(gguf, key, kMaxContext));
-  }
+  c.sliding_window = gguf_sliding_windows(gguf, a, c.n_layers, kMaxContext);
   const std::string ffn_key = a + ".feed_forward_length";
   c.ffn_size = gguf.has(ffn_key) ? static_cast<int>(gguf_count(gguf, ffn_key, kMaxWidth)) : 0;
   const std::string ctx_key = a + ".context_length";

@@ -1,9 +1,12 @@
 // Exports of a plan to what serving engines accept today. Engines take one global KV type (or a
-// few), so an export says plainly what it keeps of the plan and what it cannot express.
+// few), so an export says plainly what it keeps of the plan and lists, per layer and field,
+// everything the engine will do differently.
 //
 //   kvplan::PlanExport e = kvplan::export_llamacpp(plan);
-//   e.text;   // "-ctk q8_0 -ctv q4_0 -fa on"
-//   e.notes;  // why this pair, and what is lost
+//   e.text;     // "-ctk q8_0 -ctv q4_0 -fa on"
+//   e.notes;    // why this pair, how to use it
+//   e.losses;   // {layer 3, "key", "int4", "q8_0", "llama.cpp applies one -ctk type ..."}, ...
+//   e.exact();  // true only when nothing is lost
 #pragma once
 
 #include <string>
@@ -13,20 +16,43 @@
 
 namespace kvplan {
 
+// One thing the engine gets differently from the plan.
+struct ExportLoss {
+  int layer = -1;        // -1: a plan-wide setting, or every layer alike
+  std::string field;     // "key", "value", "mode", "group_size", "quantizer", ...
+  std::string planned;   // what the plan says
+  std::string exported;  // what the export gives the engine instead
+  std::string reason;    // why the engine cannot take the plan's value
+
+  bool operator==(const ExportLoss&) const = default;
+};
+
 struct PlanExport {
   std::string text;                // what to paste: flags, arguments or a YAML file
-  std::vector<std::string> notes;  // what the export keeps, drops or could not express
-  bool exact = false;              // true when the export expresses the plan exactly
+  std::vector<std::string> notes;  // why this configuration, and how to use it
+  std::vector<ExportLoss> losses;  // every layer and field the engine gets differently
+
+  [[nodiscard]] bool exact() const { return losses.empty(); }
 };
+
+// One line per distinct loss, its layers listed in ranges:
+// "layers 0-3, 7 key: fp8_e5m2 -> fp8_e4m3 (vLLM takes one fp8 dtype ...)".
+std::vector<std::string> describe_losses(const std::vector<ExportLoss>& losses);
 
 // llama.cpp (-ctk/-ctv): the best measured global pair of llama.cpp cache types within the plan's
 // memory (from the plan's baselines), else the largest that is no bigger than the plan.
 PlanExport export_llamacpp(const Plan& plan);
 
-// vLLM (--kv-cache-dtype, kv_cache_dtype_skip_layers): expressible only for fp8 / 16-bit layers.
+// vLLM (--kv-cache-dtype, --kv-cache-dtype-skip-layers): one dtype for K and V of every layer,
+// either fp8 (one variant for all quantized layers) or the model's own (skipped layers). A layer
+// with a 16-bit side is skipped; the fp8 variant is the one more of the plan's fp8 K/V sides use
+// (fp8_e4m3 on a tie); every other format becomes that fp8 variant, listed as a loss.
 PlanExport export_vllm(const Plan& plan);
 
-// KVTuner's per-layer YAML {layer: {nbits_key, nbits_value}}: int formats only (16 for bf16/f16).
+// KVTuner's per-layer YAML {layer: {nbits_key, nbits_value}} (cmd2001/KVTuner, read by
+// FlexibleQuantizedCacheConfig(per_layer_config_path=...)) for int formats, with the plan-wide
+// settings KVTuner takes as constructor arguments in its header comment. KVTuner quantizes every
+// layer, so a 16-bit side is written as 8 bits, listed as a loss.
 // Throws Error(kUnimplemented) naming the first layer whose formats KVTuner cannot express.
 PlanExport export_kvtuner_yaml(const Plan& plan);
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_kvplan.h"
+#include "model/model_file_writers.h"
 #include "test_paths.h"
 
 namespace kvplan::test {
@@ -85,7 +86,7 @@ TEST(EstimateCommand, ReadsConfigJsonDirectoriesAndGgufHeaders) {
             51200u);
 
   const fs::path gguf = models_dir() / "stories260K.gguf";
-  if (!fs::exists(gguf)) GTEST_SKIP() << "no " << gguf;
+  KVPLAN_NEED_FILE(gguf, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
   r = run_kvplan("estimate --model " + gguf.string() + " --kv KV16 --context 512 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -93,6 +94,31 @@ TEST(EstimateCommand, ReadsConfigJsonDirectoriesAndGgufHeaders) {
   EXPECT_EQ(j["model"]["head_dim"].get<int>(), 8);
   // 5 layers x 4 KV heads x (8 + 8) bf16 values x 2 B x 512 tokens.
   EXPECT_EQ(j["estimates"][0]["contexts"][0]["bytes"].get<uint64_t>(), 5u * 4 * 32 * 512);
+}
+
+// A Gemma 3 GGUF header holds one window; llama.cpp slides 5 layers in 6 (layers 5, 11, 17 are
+// global). Every layer used to be estimated as sliding.
+TEST(EstimateCommand, GgufGemma3GlobalLayersKeepTheWholeContext) {
+  GgufWriter g;
+  g.add_string("general.architecture", "gemma3");
+  g.add_u32("gemma3.block_count", 18);
+  g.add_u32("gemma3.embedding_length", 640);
+  g.add_u32("gemma3.attention.head_count", 4);
+  g.add_u32("gemma3.attention.head_count_kv", 1);
+  g.add_u32("gemma3.attention.key_length", 256);
+  g.add_u32("gemma3.attention.value_length", 256);
+  g.add_u32("gemma3.attention.sliding_window", 512);
+  const fs::path gguf = write(scratch_dir() / "gemma3-header.gguf", g.bytes());
+  RunResult r =
+      run_kvplan("estimate --model " + gguf.string() + " --kv f16/f16 --context 8192 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // f16: 2 x 256 values x 2 B = 1024 B per token per layer; 15 layers x 512 + 3 x 8192 tokens.
+  EXPECT_EQ(nlohmann::json::parse(r.out)["estimates"][0]["contexts"][0]["bytes"].get<uint64_t>(),
+            15u * 512 * 1024 + 3u * 8192 * 1024);
+  r = run_kvplan("estimate --model " + gguf.string() + " --kv f16/f16 --context 8192");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("sliding window: 512 tokens on 15 of 18 layers"), std::string::npos)
+      << r.out;
 }
 
 TEST(EstimateCommand, HumanTableByDefault) {

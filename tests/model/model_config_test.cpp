@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "model/gguf_file.h"
 #include "model_file_writers.h"
+#include "plan/memory_estimate.h"
 
 namespace kvplan {
 namespace {
@@ -103,6 +104,99 @@ TEST(ModelConfig, GgufCountsAreBounded) {
   const std::string e = gguf_error([](auto& g) { g.add_f32("llama.context_length", 3e38f); });
   EXPECT_NE(e.find("'llama.context_length' = 3"), std::string::npos) << e;
   EXPECT_NE(e.find("expected a non-negative integer"), std::string::npos) << e;
+}
+
+// Gemma 3 270M's geometry: 18 layers, 1 KV head of 256, a 512-token window. llama.cpp
+// (set_swa_pattern(6)) makes layers 5, 11 and 17 global and the other 15 sliding.
+test::GgufWriter gemma3_header() {
+  test::GgufWriter g;
+  g.add_string("general.architecture", "gemma3");
+  g.add_u32("gemma3.block_count", 18);
+  g.add_u32("gemma3.embedding_length", 640);
+  g.add_u32("gemma3.attention.head_count", 4);
+  g.add_u32("gemma3.attention.head_count_kv", 1);
+  g.add_u32("gemma3.attention.key_length", 256);
+  g.add_u32("gemma3.attention.value_length", 256);
+  g.add_u32("gemma3.attention.sliding_window", 512);
+  return g;
+}
+
+ModelConfig config_of(const test::GgufWriter& g) {
+  const std::string bytes = g.bytes();
+  const GgufFile gguf(std::as_bytes(std::span(bytes.data(), bytes.size())), "m.gguf");
+  return gguf_model_config(gguf);
+}
+
+uint64_t f16_bytes(const ModelConfig& c, int64_t context) {
+  const std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers), KvPair::parse("KV16"));
+  return kv_cache_bytes(kv_geometry(c), pairs, QuantSettings{}, context, 1);
+}
+
+// The GGUF header path gave every layer the window: Gemma 3's global layers were estimated at 512
+// tokens instead of the whole context.
+TEST(ModelConfig, GgufGemma3SlidesFiveLayersInSix) {
+  const ModelConfig c = config_of(gemma3_header());
+  std::vector<int64_t> expected(18, 512);
+  for (int l : {5, 11, 17}) expected[static_cast<size_t>(l)] = 0;
+  EXPECT_EQ(c.sliding_window, expected);
+  // f16 K and V: 2 x 1 head x 256 values x 2 B = 1024 B per token per layer. At 8192 tokens the
+  // 15 sliding layers hold 512 tokens, the 3 global layers all 8192.
+  EXPECT_EQ(f16_bytes(c, 8192), 15u * 512 * 1024 + 3u * 8192 * 1024);  // 33030144
+  // Below the window every layer holds the whole context.
+  EXPECT_EQ(f16_bytes(c, 256), 18u * 256 * 1024);
+}
+
+TEST(ModelConfig, GgufLlamaWithoutWindowKeepsEveryToken) {
+  test::GgufWriter g;
+  g.add_string("general.architecture", "llama");
+  g.add_u32("llama.block_count", 4);
+  g.add_u32("llama.embedding_length", 256);
+  g.add_u32("llama.attention.head_count", 4);
+  g.add_u32("llama.attention.head_count_kv", 2);
+  const ModelConfig c = config_of(g);
+  EXPECT_EQ(c.sliding_window, std::vector<int64_t>(4, 0));
+  // 2 (K, V) x 2 heads x 64 values x 2 B = 512 B per token per layer.
+  EXPECT_EQ(f16_bytes(c, 8192), 4u * 8192 * 512);
+}
+
+TEST(ModelConfig, GgufSlidingLayersFollowTheArchitectureOrThePatternKey) {
+  // gemma2 alternates (period 2: even layers slide) and defaults the window to 4096.
+  test::GgufWriter gemma2;
+  gemma2.add_string("general.architecture", "gemma2");
+  gemma2.add_u32("gemma2.block_count", 4);
+  gemma2.add_u32("gemma2.embedding_length", 256);
+  gemma2.add_u32("gemma2.attention.head_count", 4);
+  EXPECT_EQ(config_of(gemma2).sliding_window, (std::vector<int64_t>{4096, 0, 4096, 0}));
+  // An explicit per-layer array wins over the architecture's period.
+  test::GgufWriter listed = gemma3_header();
+  std::vector<bool> flags(18, false);
+  flags[0] = flags[1] = true;
+  listed.add_bool_array("gemma3.attention.sliding_window_pattern", flags);
+  std::vector<int64_t> expected(18, 0);
+  expected[0] = expected[1] = 512;
+  EXPECT_EQ(config_of(listed).sliding_window, expected);
+  // A number is a period: with 3, layers 2 and 5 of 6 are global.
+  test::GgufWriter period;
+  period.add_string("general.architecture", "smallmodel");
+  period.add_u32("smallmodel.block_count", 6);
+  period.add_u32("smallmodel.embedding_length", 256);
+  period.add_u32("smallmodel.attention.head_count", 4);
+  period.add_u32("smallmodel.attention.sliding_window", 128);
+  EXPECT_EQ(config_of(period).sliding_window, std::vector<int64_t>(6, 128));  // phi3-style: all
+  period.add_u32("smallmodel.attention.sliding_window_pattern", 3);
+  EXPECT_EQ(config_of(period).sliding_window, (std::vector<int64_t>{128, 128, 0, 128, 128, 0}));
+  // An array of the wrong length is refused, naming the key.
+  test::GgufWriter short_list = gemma3_header();
+  short_list.add_u32_array("gemma3.attention.sliding_window_pattern", {1, 1, 0});
+  try {
+    (void)config_of(short_list);
+    FAIL() << "accepted a 3-entry pattern for 18 layers";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'gemma3.attention.sliding_window_pattern' lists 3 "
+                                         "layers, expected 18"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -55,6 +55,25 @@ class GgufWriter {
     raw(&value, 4);
     ++n_kv_;
   }
+  // Arrays: type 9, then the element type, the count (u64) and the elements.
+  void add_u32_array(const std::string& key, const std::vector<uint32_t>& values) {
+    key_(key);
+    u32(9);
+    u32(4);
+    const uint64_t n = values.size();
+    raw(&n, 8);
+    for (uint32_t v : values) u32(v);
+    ++n_kv_;
+  }
+  void add_bool_array(const std::string& key, const std::vector<bool>& values) {
+    key_(key);
+    u32(9);
+    u32(7);
+    const uint64_t n = values.size();
+    raw(&n, 8);
+    for (bool v : values) kv_ += static_cast<char>(v ? 1 : 0);
+    ++n_kv_;
+  }
   // dims in ggml order (dims[0] contiguous); `data` raw bytes of `type_id`.
   void add_tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type_id,
                   const std::string& data) {

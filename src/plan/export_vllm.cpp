@@ -1,0 +1,131 @@
+// vLLM's KV cache configuration for a plan. vLLM takes one --kv-cache-dtype for K and V of every
+// layer ("auto" = the model's dtype, "fp8_e4m3", "fp8_e5m2", ...) and a list of layers kept at the
+// model's dtype (--kv-cache-dtype-skip-layers 0 1 23, vLLM docs "Quantized KV Cache").
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "plan/exporters.h"
+#include "plan/memory_estimate.h"
+
+namespace kvplan {
+namespace {
+
+bool is_16_bit_or_wider(const Format& f) {
+  return f.family() == FormatFamily::kPlain;
+}
+
+std::string layer_list(const std::vector<int>& layers, const char* separator) {
+  std::string list;
+  for (int l : layers) list += (list.empty() ? "" : separator) + std::to_string(l);
+  return list;
+}
+
+}  // namespace
+
+PlanExport export_vllm(const Plan& plan) {
+  PlanExport e;
+  const Format e4m3(FormatId::kFp8E4M3), e5m2(FormatId::kFp8E5M2);
+  // A layer is one dtype for K and V: a layer with a 16-bit side is skipped whole (kept at the
+  // model's dtype) rather than quantizing the side the search left unquantized.
+  std::vector<bool> skipped;
+  int n_e4m3 = 0, n_e5m2 = 0;
+  for (const PlanLayer& l : plan.layers) {
+    skipped.push_back(is_16_bit_or_wider(l.pair.key) || is_16_bit_or_wider(l.pair.value));
+    if (skipped.back()) continue;
+    for (const Format& f : {l.pair.key, l.pair.value}) {
+      n_e4m3 += f == e4m3;
+      n_e5m2 += f == e5m2;
+    }
+  }
+  // One fp8 variant for every quantized layer: the one more of the plan's fp8 sides use; on a tie
+  // e4m3, vLLM's "fp8" and the variant with more mantissa bits.
+  const Format fp8 = n_e5m2 > n_e4m3 ? e5m2 : e4m3;
+  const std::string fp8_reason = fmt::format(
+      "vLLM takes one fp8 dtype for every quantized layer; the plan's quantized "
+      "layers hold {} fp8_e4m3 and {} fp8_e5m2 K/V sides",
+      n_e4m3, n_e5m2);
+
+  std::vector<int> skip;
+  std::vector<KvPair> exported;  // what vLLM stores, for the memory comparison
+  bool any_fp8 = false, any_other = false;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const PlanLayer& l = plan.layers[i];
+    const KvPair& p = l.pair;
+    if (skipped[i]) {
+      skip.push_back(l.index);
+      exported.push_back(KvPair::parse("bf16/bf16"));
+      for (const auto& [side, f] : {std::pair{"key", p.key}, std::pair{"value", p.value}}) {
+        if (f.id() == FormatId::kF16 || f.id() == FormatId::kBF16) continue;
+        e.losses.push_back({l.index, side, f.name(), "auto (the model's dtype)",
+                            is_16_bit_or_wider(f)
+                                ? "vLLM's auto stores the model's dtype"
+                                : "vLLM takes one dtype for K and V of a layer and the "
+                                  "layer's other side is 16-bit"});
+      }
+      continue;
+    }
+    any_fp8 = true;
+    exported.push_back(KvPair::uniform(fp8));
+    for (const auto& [side, f, scales] : {std::tuple{"key", p.key, &l.fp8_scales.key},
+                                          std::tuple{"value", p.value, &l.fp8_scales.value}}) {
+      if (f.family() == FormatFamily::kFp8 && !scales->empty()) {
+        e.losses.push_back(
+            {l.index, std::string(side) + " fp8 scales",
+             fmt::format("{} calibrated per-KV-head scales", scales->size()),
+             "the checkpoint's scale (1.0 when it has none)",
+             "vLLM reads fp8 scales from the model checkpoint (per tensor, or per KV head with "
+             "llm-compressor); its flags cannot carry the plan's"});
+      }
+      if (f == fp8) continue;
+      if (f.family() == FormatFamily::kFp8) {
+        e.losses.push_back({l.index, side, f.name(), fp8.name(), fp8_reason});
+      } else {
+        any_other = true;
+        e.losses.push_back(
+            {l.index, side, f.name(), fp8.name(), f.name() + " is not a vLLM KV cache dtype"});
+      }
+    }
+  }
+  if (any_other) {
+    e.notes.push_back(
+        "vLLM's KV cache dtypes here are auto (the model's 16-bit dtype) and fp8 (e4m3/e5m2): "
+        "this plan's integer or block formats cannot be expressed; below is the nearest vLLM "
+        "configuration (every loss is listed)");
+  }
+  try {
+    QuantSettings per_token = plan.quantization;
+    per_token.mode = QuantMode::kPerToken;
+    const double planned = summarize_plan(plan).bytes_per_token;
+    const double stored = kv_bytes_per_token(plan.model.geometry, exported, per_token);
+    if (stored != planned) {
+      e.notes.push_back(fmt::format(
+          "vLLM stores {:.0f} bytes per token with this configuration, the plan {:.0f} ({:+.1f}%)",
+          stored, planned, 100.0 * (stored - planned) / planned));
+    }
+  } catch (const Error&) {
+    // A geometry the sizes cannot be computed for has no comparison to offer.
+  }
+  if (!any_fp8) {
+    e.text = "--kv-cache-dtype auto";
+    e.notes.push_back("every layer of the plan keeps a 16-bit side: vLLM's auto everywhere");
+    return e;
+  }
+  e.text = "--kv-cache-dtype " + fp8.name();
+  e.notes.push_back(
+      "vLLM reads fp8 K/V scales from the checkpoint (1.0 without calibrated scales; see "
+      "--calculate-kv-scales)");
+  if (!skip.empty()) {
+    e.text += " --kv-cache-dtype-skip-layers " + layer_list(skip, " ");
+    e.notes.push_back(
+        "layers kept at the model's dtype (kv_cache_dtype_skip_layers): " + layer_list(skip, ", ") +
+        "; check that your vLLM version has --kv-cache-dtype-skip-layers");
+  }
+  return e;
+}
+
+}  // namespace kvplan
