@@ -76,9 +76,6 @@ struct TuneOutput {
   double nsga_exact_coverage = 0;         // fraction of the exact front an unseeded NSGA-II finds
 };
 
-// The profile's identity hash: its bytes without the machine-dependent timings.
-std::string profile_hash(const Profile& profile);
-
 // Throws Error(kInvalidArgument) with the smallest feasible bytes per token when the budget is
 // below every plan, and for an incomplete profile.
 TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const TextSet& report,

@@ -6,73 +6,17 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/json_text.h"
+#include "core/json_fields.h"
 #include "plan/memory_estimate.h"
+#include "profile/profile_hash.h"
 #include "reports/src/number_format.h"
+#include "search/profile_space.h"
 #include "search/surrogate.h"
-#include "search/tune.h"
 
 namespace kvplan::report {
 namespace {
 
 using nlohmann::json;
-
-// The plan's measured sections are free-form JSON written by search/tune.cpp; these read them
-// with the file and the field path in every error.
-class JsonReader {
- public:
-  explicit JsonReader(std::string file) : file_(std::move(file)) {}
-
-  [[nodiscard]] std::optional<double> number(const json& object, const char* key,
-                                             const std::string& where) const {
-    if (!object.is_object() || !object.contains(key)) return std::nullopt;
-    const json& v = object.at(key);
-    if (!v.is_number() || !std::isfinite(v.get<double>())) {
-      fail(ErrorCode::kInvalidArgument, "{}: field '{}.{}': expected a finite number, got {}",
-           file_, where, key, json_excerpt(v));
-    }
-    return v.get<double>();
-  }
-  [[nodiscard]] double required_number(const json& object, const char* key,
-                                       const std::string& where) const {
-    const std::optional<double> v = number(object, key, where);
-    if (!v) fail(ErrorCode::kInvalidArgument, "{}: field '{}.{}' is missing", file_, where, key);
-    return *v;
-  }
-  [[nodiscard]] std::string string(const json& object, const char* key,
-                                   const std::string& where) const {
-    if (!object.is_object() || !object.contains(key)) return {};
-    const json& v = object.at(key);
-    if (!v.is_string()) {
-      fail(ErrorCode::kInvalidArgument, "{}: field '{}.{}': expected a string, got {}", file_,
-           where, key, json_excerpt(v));
-    }
-    return v.get<std::string>();
-  }
-  [[nodiscard]] bool boolean(const json& object, const char* key, const std::string& where) const {
-    if (!object.is_object() || !object.contains(key)) return false;
-    const json& v = object.at(key);
-    if (!v.is_boolean()) {
-      fail(ErrorCode::kInvalidArgument, "{}: field '{}.{}': expected true or false, got {}", file_,
-           where, key, json_excerpt(v));
-    }
-    return v.get<bool>();
-  }
-  [[nodiscard]] const json& array(const json& parent, const char* key,
-                                  const std::string& where) const {
-    static const json kEmpty = json::array();
-    if (!parent.is_object() || !parent.contains(key)) return kEmpty;
-    const json& v = parent.at(key);
-    if (!v.is_array()) {
-      fail(ErrorCode::kInvalidArgument, "{}: field '{}{}': expected an array", file_, where, key);
-    }
-    return v;
-  }
-  [[nodiscard]] const std::string& file() const { return file_; }
-
- private:
-  std::string file_;
-};
 
 void check_same_model(const NamedProfile& profile, const NamedPlan& plan) {
   const ProfileModel& a = profile.profile.model;
@@ -117,22 +61,15 @@ std::optional<double> pair_error(const std::vector<search::LayerCandidates>& vie
   return std::nullopt;
 }
 
-std::vector<double> surrogate_weights(const JsonReader& r, const json& provenance, size_t n) {
-  const json& w = r.array(provenance, "surrogate_weights", "provenance.");
-  if (w.empty()) return {};
-  if (w.size() != n) {
-    fail(ErrorCode::kInvalidArgument,
-         "{}: field 'provenance.surrogate_weights': {} weights, expected one per layer ({})",
-         r.file(), w.size(), n);
+std::vector<double> surrogate_weights(const JsonFields& provenance, size_t n) {
+  const auto w = provenance.optional_array("surrogate_weights");
+  if (!w || w->size() == 0) return {};
+  if (w->size() != n) {
+    provenance.invalid("surrogate_weights",
+                       fmt::format("{} weights, expected one per layer ({})", w->size(), n));
   }
   std::vector<double> weights;
-  for (size_t i = 0; i < n; ++i) {
-    if (!w[i].is_number()) {
-      fail(ErrorCode::kInvalidArgument,
-           "{}: field 'provenance.surrogate_weights[{}]': expected a number", r.file(), i);
-    }
-    weights.push_back(w[i].get<double>());
-  }
+  for (size_t i = 0; i < n; ++i) weights.push_back(w->number_at(i));
   return weights;
 }
 
@@ -209,9 +146,12 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     fail(ErrorCode::kInvalidArgument, "--weights-bytes {} leaves nothing of --gpu-memory {}",
          memory.weights_bytes, memory.gpu_memory_bytes);
   }
+  // The plan's measured sections are free-form JSON written by search/tune.cpp, read with the
+  // plan file and the field's path in every error.
+  const std::string& file = named_plan.file_name;
+  const JsonFields provenance(plan.provenance, file, "provenance");
   // The search's own view of the profile; it refuses an incomplete (shard) profile.
-  const JsonReader r(named_plan.file_name);
-  const std::string metric = r.string(plan.provenance, "sensitivity", "provenance");
+  const std::string metric = provenance.optional_string("sensitivity").value_or("");
   std::vector<search::LayerCandidates> search_view, dkl_view, e_o_view;
   try {
     dkl_view = search::candidates_from_profile(profile, search::SensitivityMetric::kDkl);
@@ -232,7 +172,7 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   d.e_o = heatmap(profile, false);
 
   const size_t n = plan.layers.size();
-  const std::vector<double> weights = surrogate_weights(r, plan.provenance, n);
+  const std::vector<double> weights = surrogate_weights(provenance, n);
   const KvGeometry& g = plan.model.geometry;
   for (size_t l = 0; l < n; ++l) {
     const PlanLayer& pl = plan.layers[l];
@@ -250,49 +190,47 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     d.layers.push_back(row);
   }
 
-  d.memory_measure = r.string(plan.provenance, "memory_measure", "provenance");
+  d.memory_measure = provenance.optional_string("memory_measure").value_or("equivalent_bits");
   if (d.memory_measure.empty()) d.memory_measure = "equivalent_bits";
   const bool by_bits = d.memory_measure != "bytes_per_token";
-  d.budget = r.string(plan.provenance, "budget", "provenance");
+  d.budget = provenance.optional_string("budget").value_or("");
 
-  for (size_t i = 0; i < plan.pareto_front.size(); ++i) {
-    const json& p = plan.pareto_front[i];
-    const std::string where = fmt::format("pareto_front[{}]", i);
+  const JsonFields front(plan.pareto_front, file, "pareto_front");
+  for (size_t i = 0; i < front.size(); ++i) {
+    const JsonFields p = front.element(i);
     FrontPoint f;
-    f.memory = r.required_number(p, "memory", where);
-    f.predicted_error = r.required_number(p, "predicted_error", where);
-    f.equivalent_bits = r.number(p, "equivalent_bits", where).value_or(by_bits ? f.memory : 0);
-    f.bytes_per_token = r.number(p, "bytes_per_token", where).value_or(by_bits ? 0 : f.memory);
-    f.mean_kl = r.number(p, "mean_kl", where);
-    f.source = r.string(p, "source", where);
+    f.memory = p.number("memory");
+    f.predicted_error = p.number("predicted_error");
+    f.equivalent_bits = p.optional_number("equivalent_bits").value_or(by_bits ? f.memory : 0);
+    f.bytes_per_token = p.optional_number("bytes_per_token").value_or(by_bits ? 0 : f.memory);
+    f.mean_kl = p.optional_number("mean_kl");
+    f.source = p.optional_string("source").value_or("");
     d.front.push_back(f);
   }
 
-  for (size_t i = 0; i < plan.baselines.size(); ++i) {
-    const json& b = plan.baselines[i];
-    const std::string where = fmt::format("baselines[{}]", i);
+  const JsonFields baselines(plan.baselines, file, "baselines");
+  for (size_t i = 0; i < baselines.size(); ++i) {
+    const JsonFields b = baselines.element(i);
     BaselinePoint p;
-    p.kv = r.string(b, "kv", where);
-    if (p.kv.empty())
-      fail(ErrorCode::kInvalidArgument, "{}: field '{}.kv' is missing", r.file(), where);
+    p.kv = b.optional_string("kv").value_or("");
+    if (p.kv.empty()) b.missing("kv");
     const KvPair pair = KvPair::parse(p.kv);
-    p.equivalent_bits = r.required_number(b, "equivalent_bits", where);
-    p.bytes_per_token = r.required_number(b, "bytes_per_token", where);
+    p.equivalent_bits = b.number("equivalent_bits");
+    p.bytes_per_token = b.number("bytes_per_token");
     p.memory = by_bits ? p.equivalent_bits : p.bytes_per_token;
-    p.within_budget = r.boolean(b, "within_budget", where);
-    p.mean_kl = r.required_number(b, "mean_kl", where);
-    p.top1_agreement = r.number(b, "top1_agreement", where).value_or(0);
-    p.ppl = r.number(b, "ppl", where).value_or(0);
-    if (b.contains("kl_difference") && b["kl_difference"].is_object()) {
-      const json& k = b["kl_difference"];
-      const std::string kw = where + ".kl_difference";
-      p.kl_difference = r.required_number(k, "plan_minus_baseline", kw);
-      p.kl_difference_low = r.required_number(k, "low", kw);
-      p.kl_difference_high = r.required_number(k, "high", kw);
-      p.verdict = r.string(k, "verdict", kw);
+    p.within_budget = b.optional_boolean("within_budget").value_or(false);
+    p.mean_kl = b.number("mean_kl");
+    p.top1_agreement = b.optional_number("top1_agreement").value_or(0);
+    p.ppl = b.optional_number("ppl").value_or(0);
+    if (b.has("kl_difference") && b.at("kl_difference").is_object()) {
+      const JsonFields k = b.object("kl_difference");
+      p.kl_difference = k.number("plan_minus_baseline");
+      p.kl_difference_low = k.number("low");
+      p.kl_difference_high = k.number("high");
+      p.verdict = k.optional_string("verdict").value_or("");
     }
     // The surrogate the search ranked its front with, on the uniform assignment.
-    if (const auto recorded = r.number(b, "predicted_error", where)) {
+    if (const auto recorded = b.optional_number("predicted_error")) {
       p.predicted_error = *recorded;
     } else if (!weights.empty()) {
       std::vector<double> errors;
@@ -300,34 +238,31 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
         if (const auto e = pair_error(search_view, l, pair)) errors.push_back(*e);
       }
       if (errors.size() == search_view.size()) {
-        const double gamma =
-            r.number(plan.provenance, "surrogate_interaction", "provenance").value_or(0.0);
+        const double gamma = provenance.optional_number("surrogate_interaction").value_or(0.0);
         p.predicted_error = search::predict({weights, gamma}, errors);
       }
     }
     d.baselines.push_back(p);
   }
 
-  const json& validations = r.array(plan.provenance, "validations", "provenance.");
-  for (size_t i = 0; i < validations.size(); ++i) {
-    const std::string where = fmt::format("provenance.validations[{}]", i);
-    const json& v = validations[i];
-    d.validations.push_back({static_cast<int>(r.required_number(v, "round", where)),
-                             r.required_number(v, "memory", where),
-                             r.required_number(v, "predicted_error", where),
-                             r.required_number(v, "mean_kl", where)});
+  if (const auto validations = provenance.optional_array("validations")) {
+    for (size_t i = 0; i < validations->size(); ++i) {
+      const JsonFields v = validations->element(i);
+      d.validations.push_back({static_cast<int>(v.number("round")), v.number("memory"),
+                               v.number("predicted_error"), v.number("mean_kl")});
+    }
   }
 
-  const json& q = plan.quality;
-  d.plan_mean_kl = r.number(q, "mean_kl", "quality");
-  d.plan_top1 = r.number(q, "top1_agreement", "quality");
-  d.plan_ppl = r.number(q, "ppl", "quality");
-  d.plan_ppl_exact = r.number(q, "ppl_exact_kv", "quality");
-  d.plan_predicted = r.number(q, "predicted_error", "quality");
-  d.validated = r.boolean(q, "validated", "quality");
+  const JsonFields q(plan.quality, file, "quality");
+  d.plan_mean_kl = q.optional_number("mean_kl");
+  d.plan_top1 = q.optional_number("top1_agreement");
+  d.plan_ppl = q.optional_number("ppl");
+  d.plan_ppl_exact = q.optional_number("ppl_exact_kv");
+  d.plan_predicted = q.optional_number("predicted_error");
+  d.validated = q.optional_boolean("validated").value_or(false);
   auto& vf = d.validation_facts;
   add_fact(vf, "validated on the real model", d.validated ? "yes" : "no");
-  add_fact(vf, "metric", r.string(q, "metric", "quality"));
+  add_fact(vf, "metric", q.optional_string("metric").value_or(""));
   if (d.plan_mean_kl) add_fact(vf, "mean KL", format_significant(*d.plan_mean_kl));
   if (d.plan_top1) add_fact(vf, "top-1 agreement", format_percent(*d.plan_top1));
   if (d.plan_ppl) add_fact(vf, "perplexity", format_significant(*d.plan_ppl, 6));
@@ -335,35 +270,31 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     add_fact(vf, "perplexity, exact KV", format_significant(*d.plan_ppl_exact, 6));
   }
   if (d.plan_predicted) add_fact(vf, "surrogate prediction", format_significant(*d.plan_predicted));
-  if (q.contains("data")) {
-    const json& data = q.at("data");
-    add_fact(vf, "measured on (report text)", r.string(data, "source", "quality.data"));
-    add_fact(vf, "report text hash", r.string(data, "hash", "quality.data"));
-    if (const auto t = r.number(data, "tokens", "quality.data")) {
+  if (const auto data = q.optional_object("data")) {
+    add_fact(vf, "measured on (report text)", data->optional_string("source").value_or(""));
+    add_fact(vf, "report text hash", data->optional_string("hash").value_or(""));
+    if (const auto t = data->optional_number("tokens")) {
       add_fact(vf, "report text tokens", format_count(static_cast<int64_t>(*t)));
     }
-    if (const auto s = r.number(data, "scored", "quality.data")) {
+    if (const auto s = data->optional_number("scored")) {
       add_fact(vf, "scored positions", format_count(static_cast<int64_t>(*s)));
     }
   }
-  if (q.contains("selection")) {
-    const json& sel = q.at("selection");
-    add_fact(vf, "chosen on (selection text)", r.string(sel, "source", "quality.selection"));
-    add_fact(vf, "chosen as", r.string(q, "chosen_as", "quality"));
-    if (const auto k = r.number(q, "selection_mean_kl", "quality")) {
+  if (const auto sel = q.optional_object("selection")) {
+    add_fact(vf, "chosen on (selection text)", sel->optional_string("source").value_or(""));
+    add_fact(vf, "chosen as", q.optional_string("chosen_as").value_or(""));
+    if (const auto k = q.optional_number("selection_mean_kl")) {
       add_fact(vf, "mean KL on the selection text", format_significant(*k));
     }
-    if (const auto c = r.number(q, "rank_correlation_predicted_measured", "quality")) {
+    if (const auto c = q.optional_number("rank_correlation_predicted_measured")) {
       add_fact(vf, "rank correlation, predicted vs measured", format_significant(*c, 3));
     }
   }
-  if (q.contains("best_uniform")) {
-    const json& b = q.at("best_uniform");
-    add_fact(
-        vf, "best uniform configuration within the budget",
-        fmt::format("{}: mean KL {}; plan / best = {}", r.string(b, "kv", "quality.best_uniform"),
-                    format_significant(r.required_number(b, "mean_kl", "quality.best_uniform")),
-                    format_significant(r.required_number(b, "ratio", "quality.best_uniform"), 3)));
+  if (const auto b = q.optional_object("best_uniform")) {
+    add_fact(vf, "best uniform configuration within the budget",
+             fmt::format("{}: mean KL {}; plan / best = {}", b->optional_string("kv").value_or(""),
+                         format_significant(b->number("mean_kl")),
+                         format_significant(b->number("ratio"), 3)));
   }
 
   // Memory: the plan, bf16 and every uniform baseline the model can pack, by memory_estimate.
@@ -394,7 +325,7 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   add_fact(pv, "profile file", named_profile.file_name);
   add_fact(pv, "profile tool version", profile.tool_version);
   add_fact(pv, "model fingerprint", plan.model.fingerprint);
-  const std::string computed_hash = search::profile_hash(profile);
+  const std::string computed_hash = profile_hash(profile);
   add_fact(pv, "profile hash", computed_hash);
   const ProfileCalibration& cal = profile.calibration;
   add_fact(pv, "calibration prompts",
@@ -422,9 +353,8 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
       }
     }
   }
-  if (plan.provenance.is_object() && plan.provenance.contains("profile")) {
-    const std::string recorded =
-        r.string(plan.provenance.at("profile"), "hash", "provenance.profile");
+  if (const auto recorded_profile = provenance.optional_object("profile")) {
+    const std::string recorded = recorded_profile->optional_string("hash").value_or("");
     add_fact(pv, "profile hash the plan was searched on", recorded);
     if (!recorded.empty() && recorded != computed_hash) {
       d.warnings.push_back(fmt::format(

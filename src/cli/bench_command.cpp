@@ -21,6 +21,8 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "formats/format.h"
+#include "gpu/device_buffer.h"
+#include "gpu/gpu_error.h"
 #include "kernels/gpu_runtime.h"
 #include "kernels/kv_kernels.h"
 #include "kernels/kv_reference.h"
@@ -49,7 +51,7 @@ struct BenchRow {
 };
 
 void check(const gpu::Status& s) {
-  if (!s.ok()) fail(ErrorCode::kInternal, "{}: {} ({})", s.call, s.message, s.api_error);
+  check_gpu(s, "bench kernels");
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -82,24 +84,6 @@ std::vector<uint16_t> random_f16(size_t n, uint32_t seed) {
   for (uint16_t& x : v) x = f32_to_f16(normal(rng));
   return v;
 }
-
-// Device memory freed on scope exit.
-class DeviceBuffers {
- public:
-  ~DeviceBuffers() {
-    for (void* p : ptrs_) (void)gpu::free_device(p);
-  }
-  template <class T>
-  T* alloc(size_t n) {
-    void* p = nullptr;
-    check(gpu::malloc_device(&p, n * sizeof(T)));
-    ptrs_.push_back(p);
-    return static_cast<T*>(p);
-  }
-
- private:
-  std::vector<void*> ptrs_;
-};
 
 // Best of `iters` runs of `work`, in seconds, timed with device events (after one warm-up).
 double time_gpu(int iters, const std::function<void()>& work) {
@@ -208,10 +192,12 @@ double run_gpu(const BenchKernelOptions& o, const std::vector<Format>& formats,
                std::vector<BenchRow>* rows) {
   const BenchShape s = shape_of(o);
   const size_t in_bytes = s.n_values * sizeof(uint16_t);
-  DeviceBuffers mem;
-  auto* input = mem.alloc<uint16_t>(s.n_values);
-  auto* copy = mem.alloc<uint16_t>(s.n_values);
-  auto* unpacked = mem.alloc<float>(s.n_values);
+  const gpu::DeviceBuffer input_buf(in_bytes, "bench kernels: input");
+  const gpu::DeviceBuffer copy_buf(in_bytes, "bench kernels: copy");
+  const gpu::DeviceBuffer unpacked_buf(s.n_values * sizeof(float), "bench kernels: unpacked");
+  auto* input = input_buf.as<uint16_t>();
+  auto* copy = copy_buf.as<uint16_t>();
+  auto* unpacked = unpacked_buf.as<float>();
   // Fill the input with a 1 Mi-value random pattern, repeated on the device.
   const size_t chunk = std::min<size_t>(s.n_values, size_t{1} << 20);
   const std::vector<uint16_t> pattern = random_f16(chunk, 1);
@@ -223,16 +209,20 @@ double run_gpu(const BenchKernelOptions& o, const std::vector<Format>& formats,
       random_f16(static_cast<size_t>(o.batch) * o.heads * o.head_dim, 2);
   std::vector<float> q_f(q_h.size());
   for (size_t i = 0; i < q_h.size(); ++i) q_f[i] = f16_to_f32(q_h[i]);
-  auto* q = mem.alloc<float>(q_f.size());
+  const gpu::DeviceBuffer q_buf(q_f.size() * sizeof(float), "bench kernels: queries");
+  auto* q = q_buf.as<float>();
   check(gpu::copy_to_device(q, q_f.data(), q_f.size() * sizeof(float), nullptr));
   const std::vector<int32_t> lens(static_cast<size_t>(o.batch), static_cast<int32_t>(o.n_tokens));
-  auto* seq_lens = mem.alloc<int32_t>(lens.size());
+  const gpu::DeviceBuffer lens_buf(lens.size() * sizeof(int32_t), "bench kernels: lengths");
+  auto* seq_lens = lens_buf.as<int32_t>();
   check(gpu::copy_to_device(seq_lens, lens.data(), lens.size() * sizeof(int32_t), nullptr));
   const int n_splits = decode_splits(o);
-  auto* workspace = mem.alloc<float>(
-      gpu::decode_attention_workspace_bytes(o.batch, o.heads, o.head_dim, n_splits) /
-      sizeof(float));
-  auto* out = mem.alloc<float>(q_f.size());
+  const gpu::DeviceBuffer workspace_buf(
+      gpu::decode_attention_workspace_bytes(o.batch, o.heads, o.head_dim, n_splits),
+      "bench kernels: decode workspace");
+  const gpu::DeviceBuffer out_buf(q_f.size() * sizeof(float), "bench kernels: outputs");
+  auto* workspace = workspace_buf.as<float>();
+  auto* out = out_buf.as<float>();
   check(gpu::stream_synchronize(nullptr));
 
   const double copy_s =
@@ -240,10 +230,11 @@ double run_gpu(const BenchKernelOptions& o, const std::vector<Format>& formats,
   const double copy_gbps = gbps(2.0 * static_cast<double>(in_bytes), copy_s);
   for (const Format& fmt : formats) {
     const RowFormat f = row_format_of(fmt, o.head_dim, o.group);
-    DeviceBuffers pages;
     const size_t page_bytes = static_cast<size_t>(s.n_tokens_total) * o.kv_heads * f.row_bytes;
-    auto* k_pages = pages.alloc<uint8_t>(page_bytes);
-    auto* v_pages = pages.alloc<uint8_t>(page_bytes);
+    const gpu::DeviceBuffer k_buf(page_bytes, "bench kernels: key pages");
+    const gpu::DeviceBuffer v_buf(page_bytes, "bench kernels: value pages");
+    auto* k_pages = k_buf.as<uint8_t>();
+    auto* v_pages = v_buf.as<uint8_t>();
     const KernelArgs a =
         kernel_args(o, s, f, input, k_pages, v_pages, unpacked, q, seq_lens, workspace, out);
     BenchRow row{fmt.name()};

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "gpu/gpu_error.h"
 #include "kernels/gpu_runtime.h"
 
 namespace kvplan {
@@ -39,6 +40,8 @@ DeviceChoice cpu_choice(std::string why) {
   return c;
 }
 
+// The reason as a user reads it in --device's log line or error (gpu_error.h words failures of a
+// call made while working; this says why no GPU is used).
 std::string status_reason(const gpu::Status& s) {
   switch (s.code) {
     case gpu::StatusCode::kNotCompiled:
@@ -78,9 +81,9 @@ DeviceChoice select_device(const DeviceRequest& request) {
   }
   gpu::DeviceInfo info;
   if (const gpu::Status s = gpu::device_info(index, &info); !s.ok())
-    fail(ErrorCode::kInternal, "--device gpu:{}: {}", index, status_reason(s));
+    fail(gpu_error_code(s.code), "--device gpu:{}: {}", index, status_reason(s));
   if (const gpu::Status s = gpu::set_device(index); !s.ok())
-    fail(ErrorCode::kInternal, "--device gpu:{}: {}", index, status_reason(s));
+    fail(gpu_error_code(s.code), "--device gpu:{}: {}", index, status_reason(s));
   DeviceChoice c;
   c.use_gpu = true;
   c.index = index;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "gpu/gpu_error.h"
 #include "kernels/gpu_runtime.h"
 #include "runtime/checksum_pool.h"
 #include "runtime/stored_object.h"
@@ -13,21 +14,12 @@
 namespace kvplan {
 namespace {
 
-// Maps a failed GPU call to the runtime's error: what was being done, the call and its message.
-void check(gpu::Status s, std::string_view what) {
-  if (s.ok()) return;
-  const ErrorCode code = s.code == gpu::StatusCode::kNotCompiled ? ErrorCode::kUnimplemented
-                         : s.code == gpu::StatusCode::kNoDevice  ? ErrorCode::kNotFound
-                                                                 : ErrorCode::kInternal;
-  fail(code, "{}: {} failed: {}", what, s.call, s.message);
-}
-
 class GpuDeviceBackend final : public DeviceBackend {
  public:
   explicit GpuDeviceBackend(int device) : device_(device) {
-    check(gpu::set_device(device), "GPU device backend");
+    check_gpu(gpu::set_device(device), "GPU device backend");
     gpu::DeviceInfo info;
-    check(gpu::device_info(device, &info), "GPU device backend");
+    check_gpu(gpu::device_info(device, &info), "GPU device backend");
     name_ = std::string(gpu::backend_name()) + " device " + std::to_string(device) + " (" +
             info.name + ")";
   }
@@ -41,11 +33,7 @@ class GpuDeviceBackend final : public DeviceBackend {
   std::byte* allocate_device(size_t bytes) override {
     if (bytes == 0) return nullptr;
     void* p = nullptr;
-    const gpu::Status s = gpu::malloc_device(&p, bytes);
-    if (!s.ok()) {
-      fail(ErrorCode::kResourceExhausted, "device pool: {} of {} bytes failed: {}", s.call, bytes,
-           s.message);
-    }
+    check_gpu_allocation(gpu::malloc_device(&p, bytes), "device pool", bytes);
     return static_cast<std::byte*>(p);
   }
   void free_device(std::byte* p, size_t) override {
@@ -57,13 +45,8 @@ class GpuDeviceBackend final : public DeviceBackend {
   std::byte* allocate_pinned(size_t bytes) override {
     if (bytes == 0) return nullptr;
     void* p = nullptr;
-    const gpu::Status s = gpu::malloc_pinned_host(&p, bytes);
-    if (!s.ok()) {
-      fail(ErrorCode::kResourceExhausted,
-           "pinned host tier: {} of {} bytes failed: {} — kvplan does not fall back to pageable "
-           "memory",
-           s.call, bytes, s.message);
-    }
+    check_gpu_allocation(gpu::malloc_pinned_host(&p, bytes),
+                         "pinned host tier (kvplan does not fall back to pageable memory)", bytes);
     return static_cast<std::byte*>(p);
   }
   void free_pinned(std::byte* p, size_t) override {
@@ -72,13 +55,13 @@ class GpuDeviceBackend final : public DeviceBackend {
 
   void copy_device_to_host(std::byte* host, const std::byte* device, size_t n) override {
     StreamLease stream(*this);
-    check(gpu::copy_to_host(host, device, n, stream.get()), "device->host transfer");
-    check(gpu::stream_synchronize(stream.get()), "device->host transfer");
+    check_gpu(gpu::copy_to_host(host, device, n, stream.get()), "device->host transfer");
+    check_gpu(gpu::stream_synchronize(stream.get()), "device->host transfer");
   }
   void copy_host_to_device(std::byte* device, const std::byte* host, size_t n) override {
     StreamLease stream(*this);
-    check(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
-    check(gpu::stream_synchronize(stream.get()), "host->device transfer");
+    check_gpu(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
+    check_gpu(gpu::stream_synchronize(stream.get()), "host->device transfer");
   }
   // Device memory is not readable from the host, so checksums hash the pinned host side, on the
   // pool's threads while the DMA runs: device -> host lands in pieces, each hashed while the next
@@ -91,12 +74,13 @@ class GpuDeviceBackend final : public DeviceBackend {
     EventList landed;
     for (size_t off = 0; off < n; off += kHashPieceBytes) {
       const size_t m = std::min(kHashPieceBytes, n - off);
-      check(gpu::copy_to_host(host + off, device + off, m, stream.get()), "device->host transfer");
+      check_gpu(gpu::copy_to_host(host + off, device + off, m, stream.get()),
+                "device->host transfer");
       landed.record_on(stream.get());
     }
     std::vector<ChecksumPool::Pending> hashing;
     for (size_t i = 0, off = 0; off < n; ++i, off += kHashPieceBytes) {
-      check(gpu::event_synchronize(landed.at(i)), "device->host transfer");
+      check_gpu(gpu::event_synchronize(landed.at(i)), "device->host transfer");
       hashing.push_back(pool.start(host + off, std::min(kHashPieceBytes, n - off),
                                    blocks.data() + off / kChecksumBlockBytes));
     }
@@ -107,9 +91,9 @@ class GpuDeviceBackend final : public DeviceBackend {
                                         ChecksumPool& pool) override {
     StreamLease stream(*this);
     const uint64_t sum = pool.checksum_while(host, n, [&] {
-      check(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
+      check_gpu(gpu::copy_to_device(device, host, n, stream.get()), "host->device transfer");
     });
-    check(gpu::stream_synchronize(stream.get()), "host->device transfer");
+    check_gpu(gpu::stream_synchronize(stream.get()), "host->device transfer");
     return sum;
   }
   [[nodiscard]] unsigned preferred_checksum_threads() const override {
@@ -121,11 +105,11 @@ class GpuDeviceBackend final : public DeviceBackend {
   // current device is the producer stream's: it is left as it is (no hidden set_device).
   DeviceFence record_fence(void* producer_stream) override {
     gpu::Event e = nullptr;
-    check(gpu::event_create(&e), "store fence");
+    check_gpu(gpu::event_create(&e), "store fence");
     const gpu::Status s = gpu::event_record(e, producer_stream);
     if (!s.ok()) {
       (void)gpu::event_destroy(e);
-      check(s, "store fence");
+      check_gpu(s, "store fence");
     }
     return {producer_stream, reinterpret_cast<uint64_t>(e)};
   }
@@ -134,7 +118,7 @@ class GpuDeviceBackend final : public DeviceBackend {
     if (e == nullptr) return;
     const gpu::Status s = gpu::event_synchronize(e);
     (void)gpu::event_destroy(e);
-    check(s, "store fence");
+    check_gpu(s, "store fence");
   }
 
  private:
@@ -153,9 +137,9 @@ class GpuDeviceBackend final : public DeviceBackend {
     }
     void record_on(gpu::Stream stream) {
       gpu::Event e = nullptr;
-      check(gpu::event_create(&e), "transfer event");
+      check_gpu(gpu::event_create(&e), "transfer event");
       events_.push_back(e);
-      check(gpu::event_record(e, stream), "transfer event");
+      check_gpu(gpu::event_record(e, stream), "transfer event");
     }
     [[nodiscard]] gpu::Event at(size_t i) const { return events_.at(i); }
 
@@ -174,8 +158,8 @@ class GpuDeviceBackend final : public DeviceBackend {
         b_.free_streams_.pop_back();
         return;
       }
-      check(gpu::set_device(b_.device_), "transfer stream");
-      check(gpu::stream_create(&stream_), "transfer stream");
+      check_gpu(gpu::set_device(b_.device_), "transfer stream");
+      check_gpu(gpu::stream_create(&stream_), "transfer stream");
       b_.streams_.push_back(stream_);
     }
     ~StreamLease() {
@@ -206,7 +190,7 @@ std::shared_ptr<DeviceBackend> make_gpu_device_backend(int device) {
          "GPU device backend: no GPU support compiled in (build with -DKVPLAN_HIP=AMD or NVIDIA)");
   }
   int count = 0;
-  check(gpu::device_count(&count), "GPU device backend");
+  check_gpu(gpu::device_count(&count), "GPU device backend");
   if (device < 0 || device >= count) {
     fail(ErrorCode::kInvalidArgument, "GPU device backend: device {} requested, {} found", device,
          count);

@@ -9,8 +9,8 @@
 
 #include "plan/plan.h"
 #include "profile/profile_data.h"
+#include "profile/profile_hash.h"
 #include "reports/src/report_data.h"
-#include "search/tune.h"
 
 namespace kvplan::test {
 
@@ -94,7 +94,7 @@ inline Plan tiny_plan(const Profile& profile) {
       {"surrogate_weights", {2.0, 0.5}},
       {"validations",
        {{{"round", 1}, {"memory", 6.0}, {"predicted_error", 0.06}, {"mean_kl", 0.05}}}},
-      {"profile", {{"hash", search::profile_hash(profile)}}}};
+      {"profile", {{"hash", profile_hash(profile)}}}};
   return plan;
 }
 
