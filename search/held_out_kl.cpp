@@ -54,8 +54,8 @@ void for_each_prompt(size_t n, Fn&& fn) {
 }  // namespace
 
 HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
-                     const QuantSettings& settings)
-    : model_(model), prompts_(std::move(prompts)), settings_(settings) {
+                     const CacheRules& rules)
+    : model_(model), prompts_(std::move(prompts)), rules_(rules) {
   std::erase_if(prompts_, [](const std::vector<int32_t>& p) { return p.size() < 2; });
   if (prompts_.empty()) {
     fail(ErrorCode::kInvalidArgument, "held-out validation needs prompts of at least 2 tokens");
@@ -85,7 +85,13 @@ int64_t HeldOutKl::n_tokens() const {
 }
 
 HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
-  const KvCacheOptions kv = KvCacheOptions::per_layer(pairs, settings_);
+  KvCacheOptions kv = KvCacheOptions::per_layer(pairs, rules_.settings);
+  kv.chunk_attends_quantized = rules_.chunk_attends_quantized;
+  if (!rules_.kv_absmax.empty()) {
+    for (size_t l = 0; l < pairs.size(); ++l) {
+      kv.fp8_scales.push_back(fp8_scales_for(pairs[l], rules_.kv_absmax.at(l)));
+    }
+  }
   std::vector<PromptScore> scores(prompts_.size());
   for_each_prompt(prompts_.size(), [&](size_t i) {
     const Eigen::MatrixXd q = next_token_log_probs(model_, prompts_[i], kv);

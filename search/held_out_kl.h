@@ -4,7 +4,7 @@
 // in parallel, each with serial GEMMs, and sums are reduced in prompt order, so results do not
 // depend on the thread count.
 //
-//   HeldOutKl kl(model, prompts, settings);
+//   HeldOutKl kl(model, prompts, {settings, profile.chunk_attends_quantized, profile.kv_absmax});
 //   HeldOutKl::Result r = kl.measure(pairs);  // r.mean_kl, r.top1_agreement, r.ppl
 #pragma once
 
@@ -13,6 +13,7 @@
 
 #include <Eigen/Dense>
 
+#include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
 #include "model/transformer.h"
 #include "plan/quant_settings.h"
@@ -32,9 +33,18 @@ class HeldOutKl {
     std::vector<double> scored_per_prompt;
   };
 
+  // How the quantized cache behaves: the profile's settings, so that the error the search is
+  // checked against is measured under the same rules the profile was measured under.
+  struct CacheRules {
+    QuantSettings settings;
+    bool chunk_attends_quantized = true;  // see KvCacheOptions
+    // [layer] K/V maxima FP8 layers take their per-head scales from; empty = scale 1.
+    std::vector<KvHeadAbsmax> kv_absmax{};
+  };
+
   // Throws Error(kInvalidArgument) if there are no prompts with at least two tokens.
   HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
-            const QuantSettings& settings);
+            const CacheRules& rules);
 
   // `pairs` has one entry per model layer.
   [[nodiscard]] Result measure(const std::vector<KvPair>& pairs) const;
@@ -45,7 +55,7 @@ class HeldOutKl {
  private:
   const Transformer& model_;
   std::vector<std::vector<int32_t>> prompts_;
-  QuantSettings settings_;
+  CacheRules rules_;
   std::vector<Eigen::MatrixXf> exact_log_probs_;  // per prompt [T - 1, vocab]
   double exact_nll_ = 0;
   int64_t scored_ = 0;

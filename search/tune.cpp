@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "plan/memory_estimate.h"
+#include "profile/profile_hash.h"
 #include "search/exact_front.h"
 #include "search/paired_stats.h"
 #include "search/pareto.h"
@@ -87,12 +88,6 @@ json text_set_json(const TextSet& set) {
 }
 
 }  // namespace
-
-std::string profile_hash(const Profile& profile) {
-  json j = profile_to_json(profile);
-  j.erase("timings");
-  return hash_hex(hash64(j.dump()));
-}
 
 TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const TextSet& report,
                      const TuneOptions& given) {
@@ -228,7 +223,8 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   }
   for (size_t i = 0; i < space.layers.size(); ++i) {
     const int l = space.layers[i].layer;
-    plan.layers.push_back({l, group_of_layer.at(l), chosen.assignment.pairs[i]});
+    const KvPair& pair = chosen.assignment.pairs[i];
+    plan.layers.push_back({l, group_of_layer.at(l), pair, profile.fp8_scales(l, pair)});
   }
 
   const BaselineResult* best = nullptr;
@@ -352,7 +348,8 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
       {"profile",
        {{"hash", profile_hash(profile)},
         {"calibration_hash", profile.calibration.hash},
-        {"calibration_tokens", profile.calibration.tokens}}}};
+        {"calibration_tokens", profile.calibration.tokens},
+        {"chunk_attends_quantized", profile.chunk_attends_quantized}}}};
   return out;
 }
 

@@ -1,5 +1,6 @@
 // kvplan eval: perplexity (llama-perplexity's protocol), mean KL and top-1 agreement against exact
 // KV, and tokens/s of a model under a KV-cache configuration (a plan, a uniform pair, or exact).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -80,6 +81,12 @@ KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config
   KvCacheOptions kv = pairs.empty() ? KvCacheOptions::exact_kv()
                                     : KvCacheOptions::per_layer(std::move(pairs), settings);
   kv.chunk_attends_quantized = !o.exact_chunk;
+  // A plan carries its FP8 layers' calibrated per-head scales; --kv/--k-format have none (1).
+  if (resolved.plan && !kv.exact) kv.fp8_scales = resolved.plan->fp8_scales();
+  const bool any_fp8 = std::any_of(kv.pairs.begin(), kv.pairs.end(), [](const KvPair& p) {
+    return p.key.family() == FormatFamily::kFp8 || p.value.family() == FormatFamily::kFp8;
+  });
+  if (any_fp8) described["fp8_scales"] = kv.fp8_scales.empty() ? "1 (uncalibrated)" : "plan";
   described["kv"] = kv.describe();
   described["mode"] = quant_mode_name(settings.mode);
   described["group_size"] = settings.group_size;
@@ -120,7 +127,12 @@ void run_eval(const EvalCommandOptions& o) {
   };
   out["kv_cache"] = kv_json;
   out["threads"] = compute_threads();
-  out["device"] = device.description;
+  // The embedded forward pass and its KV quantization have no GPU path yet: whatever --device
+  // selected, say where each part really ran.
+  out["device"] = {{"selected", device.description},
+                   {"forward", "cpu"},
+                   {"kv_quantization", "cpu"},
+                   {"gpu_used", false}};
 
   EvalResult r;
   if (!o.text_path.empty()) {

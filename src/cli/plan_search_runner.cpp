@@ -162,8 +162,10 @@ void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
   spdlog::info("selection {}: {} windows, {} tokens; report {}: {} windows, {} tokens",
                selection_file, selection_set.prompts.size(), selection_set.n_tokens, report_file,
                report_set.prompts.size(), report_set.n_tokens);
-  const search::HeldOutKl selection(model, selection_set.prompts, profile.quantization);
-  const search::HeldOutKl report(model, report_set.prompts, profile.quantization);
+  const search::HeldOutKl::CacheRules rules{profile.quantization, profile.chunk_attends_quantized,
+                                            profile.kv_absmax};
+  const search::HeldOutKl selection(model, selection_set.prompts, rules);
+  const search::HeldOutKl report(model, report_set.prompts, rules);
   const search::TuneOutput out =
       search::tune_plan(profile, {&selection, file_name(selection_file), selection_set.hash},
                         {&report, file_name(report_file), report_set.hash}, options);

@@ -32,15 +32,17 @@ std::string KvCacheOptions::describe() const {
 }
 
 LayerKvCache::LayerKvCache(int layer, int n_kv_heads, int head_dim, bool exact, KvPair pair,
-                           const QuantSettings& settings)
+                           const QuantSettings& settings, KvHeadScales fp8_scales)
     : layer_(layer),
       n_kv_heads_(n_kv_heads),
       head_dim_(head_dim),
       exact_(exact),
       pair_(pair),
-      settings_(settings) {
+      settings_(settings),
+      fp8_scales_(std::move(fp8_scales)) {
   if (exact_) return;
   settings_.validate();
+  check_fp8_scales(fp8_scales_, pair_, n_kv_heads_, fmt::format("layer {}", layer));
   const size_t hd = static_cast<size_t>(head_dim);
   const size_t g = settings_.group_size;
   const bool kivi = settings_.mode == QuantMode::kKivi;
@@ -117,17 +119,20 @@ void LayerKvCache::commit() {
 
 void LayerKvCache::quantize_per_token(size_t begin, size_t end) {
   const size_t hd = static_cast<size_t>(head_dim_);
-  const PackOptions opt{.group_size = settings_.group_size};
-  const size_t kb = packed_row_bytes(pair_.key, hd, opt.group_size);
-  const size_t vb = packed_row_bytes(pair_.value, hd, opt.group_size);
+  const size_t kb = packed_row_bytes(pair_.key, hd, settings_.group_size);
+  const size_t vb = packed_row_bytes(pair_.value, hd, settings_.group_size);
   for (int h = 0; h < n_kv_heads_; ++h) {
+    const PackOptions kopt{.group_size = settings_.group_size,
+                           .fp8_scale = fp8_scales_.key_scale(h)};
+    const PackOptions vopt{.group_size = settings_.group_size,
+                           .fp8_scale = fp8_scales_.value_scale(h)};
     for (size_t t = begin; t < end; ++t) {
       std::span<float> krow(k_.data() + head_offset(h) + t * hd, hd);
       std::span<float> vrow(v_.data() + head_offset(h) + t * hd, hd);
-      pack_row(pair_.key, krow, std::span<uint8_t>(scratch_.data(), kb), opt);
-      unpack_row(pair_.key, std::span<const uint8_t>(scratch_.data(), kb), krow, opt);
-      pack_row(pair_.value, vrow, std::span<uint8_t>(scratch_.data(), vb), opt);
-      unpack_row(pair_.value, std::span<const uint8_t>(scratch_.data(), vb), vrow, opt);
+      pack_row(pair_.key, krow, std::span<uint8_t>(scratch_.data(), kb), kopt);
+      unpack_row(pair_.key, std::span<const uint8_t>(scratch_.data(), kb), krow, kopt);
+      pack_row(pair_.value, vrow, std::span<uint8_t>(scratch_.data(), vb), vopt);
+      unpack_row(pair_.value, std::span<const uint8_t>(scratch_.data(), vb), vrow, vopt);
     }
   }
 }
@@ -135,21 +140,22 @@ void LayerKvCache::quantize_per_token(size_t begin, size_t end) {
 void LayerKvCache::quantize_kivi_window(size_t begin, size_t end) {
   const size_t hd = static_cast<size_t>(head_dim_);
   const size_t g = settings_.group_size;
-  const PackOptions opt{.group_size = g};
   const size_t channel_bytes = packed_row_bytes(pair_.key, g, g) * hd;
   const size_t vb = packed_row_bytes(pair_.value, hd, g);
   for (int h = 0; h < n_kv_heads_; ++h) {
+    const PackOptions kopt{.group_size = g, .fp8_scale = fp8_scales_.key_scale(h)};
+    const PackOptions vopt{.group_size = g, .fp8_scale = fp8_scales_.value_scale(h)};
     // Keys: per channel over each group of g consecutive tokens ([g, head_dim] block, stride hd).
     for (size_t t = begin; t + g <= end; t += g) {
       float* block = k_.data() + head_offset(h) + t * hd;
       std::span<uint8_t> bytes(scratch_.data(), channel_bytes);
-      pack_channels(pair_.key, block, g, hd, hd, bytes, opt);
-      unpack_channels(pair_.key, bytes, g, hd, block, hd, opt);
+      pack_channels(pair_.key, block, g, hd, hd, bytes, kopt);
+      unpack_channels(pair_.key, bytes, g, hd, block, hd, kopt);
     }
     for (size_t t = begin; t < end; ++t) {
       std::span<float> vrow(v_.data() + head_offset(h) + t * hd, hd);
-      pack_row(pair_.value, vrow, std::span<uint8_t>(scratch_.data(), vb), opt);
-      unpack_row(pair_.value, std::span<const uint8_t>(scratch_.data(), vb), vrow, opt);
+      pack_row(pair_.value, vrow, std::span<uint8_t>(scratch_.data(), vb), vopt);
+      unpack_row(pair_.value, std::span<const uint8_t>(scratch_.data(), vb), vrow, vopt);
     }
   }
 }
@@ -159,11 +165,18 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options) : opt
     fail(ErrorCode::kInvalidArgument, "KV cache: {} layer pairs given, the model has {} layers",
          options.pairs.size(), config.n_layers);
   }
+  if (!options.exact && !options.fp8_scales.empty() &&
+      options.fp8_scales.size() != static_cast<size_t>(config.n_layers)) {
+    fail(ErrorCode::kInvalidArgument, "KV cache: FP8 scales for {} layers, the model has {} layers",
+         options.fp8_scales.size(), config.n_layers);
+  }
   layers_.reserve(static_cast<size_t>(config.n_layers));
   for (int l = 0; l < config.n_layers; ++l) {
+    const size_t L = static_cast<size_t>(l);
     layers_.emplace_back(
-        l, config.n_kv_heads[static_cast<size_t>(l)], config.head_dim, options.exact,
-        options.exact ? KvPair{} : options.pairs[static_cast<size_t>(l)], options.settings);
+        l, config.n_kv_heads[L], config.head_dim, options.exact,
+        options.exact ? KvPair{} : options.pairs[L], options.settings,
+        options.exact || options.fp8_scales.empty() ? KvHeadScales{} : options.fp8_scales[L]);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
 #include "model/model_config.h"
 #include "plan/quant_settings.h"
@@ -28,6 +29,8 @@ struct KvCacheOptions {
   bool exact = true;          // keep K/V as computed (the reference "exact KV")
   std::vector<KvPair> pairs;  // one per layer when !exact
   QuantSettings settings;
+  // Per layer, the FP8 scales of each KV head (formats/fp8_scales.h); empty = 1 everywhere.
+  std::vector<KvHeadScales> fp8_scales{};
   // Whether a prefill chunk's own attention reads its K/V after quantization. Default true: real
   // engines (llama.cpp, vLLM) write the chunk's K/V into the quantized cache and attention reads
   // them back. False models engines that attend over the chunk's exact K/V and quantize afterwards
@@ -44,7 +47,7 @@ struct KvCacheOptions {
 class LayerKvCache {
  public:
   LayerKvCache(int layer, int n_kv_heads, int head_dim, bool exact, KvPair pair,
-               const QuantSettings& settings);
+               const QuantSettings& settings, KvHeadScales fp8_scales = {});
 
   // Appends `n` tokens: k and v point at row 0 of [n, n_kv_heads * head_dim] with `row_stride`
   // floats between rows. Not yet quantized: call commit().
@@ -75,6 +78,7 @@ class LayerKvCache {
   bool exact_;
   KvPair pair_;
   QuantSettings settings_;
+  KvHeadScales fp8_scales_;
   size_t capacity_ = 0;
   size_t n_tokens_ = 0;
   size_t n_committed_ = 0;

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_fields.h"
 #include "core/json_text.h"
 #include "plan/memory_estimate.h"
 
@@ -11,39 +12,6 @@ namespace kvplan {
 namespace {
 
 using nlohmann::json;
-
-const json& required(const json& j, const char* field, const std::string& where) {
-  const auto it = j.find(field);
-  if (it == j.end() || it->is_null()) {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}' is missing", where, field);
-  }
-  return *it;
-}
-
-std::string required_string(const json& j, const char* field, const std::string& where) {
-  const json& v = required(j, field, where);
-  if (!v.is_string()) {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected a string, got {}", where, field,
-         json_excerpt(v));
-  }
-  return v.get<std::string>();
-}
-
-int64_t required_int(const json& j, const char* field, const std::string& where, int64_t lo,
-                     int64_t hi) {
-  const json& v = required(j, field, where);
-  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected an integer in {}..{}, got {}",
-         where, field, lo, hi, json_excerpt(v));
-  }
-  return v.get<int64_t>();
-}
-
-// An optional integer field: `fallback` when absent; otherwise as required_int.
-int64_t optional_int(const json& j, const char* field, const std::string& where, int64_t lo,
-                     int64_t hi, int64_t fallback) {
-  return j.contains(field) ? required_int(j, field, where, lo, hi) : fallback;
-}
 
 KvPair parse_pair_at(const std::string& key_name, const std::string& value_name,
                      const std::string& where) {
@@ -70,6 +38,13 @@ std::vector<KvPair> Plan::pairs() const {
   return out;
 }
 
+std::vector<KvHeadScales> Plan::fp8_scales() const {
+  std::vector<KvHeadScales> out;
+  out.reserve(layers.size());
+  for (const PlanLayer& l : layers) out.push_back(l.fp8_scales);
+  return out;
+}
+
 PlanSummary summarize_plan(const Plan& plan) {
   PlanSummary s;
   const KvGeometry& g = plan.model.geometry;
@@ -92,51 +67,47 @@ PlanSummary summarize_plan(const Plan& plan) {
   return s;
 }
 
+// Errors name the file, then the object ("plan.json: layers[1]: field 'group': ..."): each object
+// below is read as its own JsonFields rooted at that prefix.
 Plan plan_from_json(const json& j, const std::string& source) {
-  if (!j.is_object()) fail(ErrorCode::kInvalidArgument, "{}: expected a JSON object", source);
-  const std::string schema = required_string(j, "schema", source);
+  const JsonFields root(j, source);
+  if (!j.is_object()) root.expected("a JSON object");
+  const std::string schema = root.string("schema");
   if (schema != kPlanSchema && schema != kPlanSchemaV1) {
     fail(ErrorCode::kInvalidArgument, "{}: field 'schema' is '{}', expected '{}' (or '{}')", source,
          schema, kPlanSchema, kPlanSchemaV1);
   }
   Plan plan;
-  plan.tool_version = required_string(j, "tool_version", source);
-  plan.created = required_string(j, "created", source);
+  plan.tool_version = root.string("tool_version");
+  plan.created = root.string("created");
 
-  const std::string mwhere = source + ": model";
-  const json& m = required(j, "model", source);
-  if (!m.is_object()) fail(ErrorCode::kInvalidArgument, "{}: expected an object", mwhere);
-  plan.model.name = required_string(m, "name", mwhere);
-  plan.model.architecture = required_string(m, "architecture", mwhere);
-  plan.model.fingerprint = required_string(m, "fingerprint", mwhere);
-  const int n_layers = static_cast<int>(required_int(m, "num_layers", mwhere, 1, 100000));
-  plan.model.num_attention_heads =
-      static_cast<int>(required_int(m, "num_attention_heads", mwhere, 1, 1 << 20));
-  const int head_dim = static_cast<int>(required_int(m, "head_dim", mwhere, 1, 1 << 16));
+  const JsonFields m(root.at("model"), source + ": model");
+  if (!m.value().is_object()) m.expected("an object");
+  plan.model.name = m.string("name");
+  plan.model.architecture = m.string("architecture");
+  plan.model.fingerprint = m.string("fingerprint");
+  const int n_layers = static_cast<int>(m.integer("num_layers", 1, 100000));
+  plan.model.num_attention_heads = static_cast<int>(m.integer("num_attention_heads", 1, 1 << 20));
+  const int head_dim = static_cast<int>(m.integer("head_dim", 1, 1 << 16));
   plan.model.geometry.model_name = plan.model.name;
   plan.model.geometry.layers.assign(n_layers, {0, head_dim, 0});
-  const json& kv = required(m, "num_kv_heads", mwhere);
-  if (kv.is_array()) {
+  if (m.at("num_kv_heads").is_array()) {
+    const JsonFields kv = m.array("num_kv_heads");
     if (static_cast<int>(kv.size()) != n_layers) {
-      fail(ErrorCode::kInvalidArgument, "{}: field 'num_kv_heads' lists {} layers, expected {}",
-           mwhere, kv.size(), n_layers);
+      m.invalid("num_kv_heads", fmt::format("lists {} layers, expected {}", kv.size(), n_layers));
     }
     for (int l = 0; l < n_layers; ++l) {
-      if (!kv[l].is_number_integer() || kv[l].get<int>() <= 0) {
-        fail(ErrorCode::kInvalidArgument, "{}: num_kv_heads[{}]: expected a positive integer",
-             mwhere, l);
-      }
-      plan.model.geometry.layers[l].n_kv_heads = kv[l].get<int>();
+      plan.model.geometry.layers[l].n_kv_heads = static_cast<int>(kv.integer_at(l, 1, 1 << 20));
     }
   } else {
-    const int n = static_cast<int>(required_int(m, "num_kv_heads", mwhere, 1, 1 << 20));
+    const int n = static_cast<int>(m.integer("num_kv_heads", 1, 1 << 20));
     for (auto& lg : plan.model.geometry.layers) lg.n_kv_heads = n;
   }
-  if (m.contains("sliding_window") && m["sliding_window"].is_array()) {
-    const json& w = m["sliding_window"];
+  // Older plans may hold anything but an array here; only a per-layer array is read.
+  if (m.has("sliding_window") && m.at("sliding_window").is_array()) {
+    const json& w = m.at("sliding_window");
     if (static_cast<int>(w.size()) != n_layers) {
-      fail(ErrorCode::kInvalidArgument, "{}: field 'sliding_window' lists {} layers, expected {}",
-           mwhere, w.size(), n_layers);
+      m.invalid("sliding_window", fmt::format("lists {} layers, expected {}", w.size(), n_layers));
     }
     for (int l = 0; l < n_layers; ++l) {
       plan.model.geometry.layers[l].sliding_window =
@@ -144,44 +115,36 @@ Plan plan_from_json(const json& j, const std::string& source) {
     }
   }
 
-  const std::string qwhere = source + ": quantization";
-  const json& q = required(j, "quantization", source);
-  plan.quantization.mode = [&] {
+  const JsonFields q(root.at("quantization"), source + ": quantization");
+  plan.quantization.mode = [&, mode = q.string("mode")] {
     try {
-      return parse_quant_mode(required_string(q, "mode", qwhere));
+      return parse_quant_mode(mode);
     } catch (const Error& e) {
-      fail(ErrorCode::kInvalidArgument, "{}: {}", qwhere, e.what());
+      q.invalid(e.what());
     }
   }();
-  plan.quantization.group_size =
-      static_cast<size_t>(required_int(q, "group_size", qwhere, 1, 4096));
-  plan.quantization.residual_length =
-      static_cast<size_t>(required_int(q, "residual_length", qwhere, 0, 1 << 20));
-  plan.quantization.block_size =
-      static_cast<size_t>(required_int(q, "block_size", qwhere, 1, 1 << 20));
-  if (q.contains("scale_dtype")) plan.scale_dtype = required_string(q, "scale_dtype", qwhere);
+  plan.quantization.group_size = static_cast<size_t>(q.integer("group_size", 1, 4096));
+  plan.quantization.residual_length = static_cast<size_t>(q.integer("residual_length", 0, 1 << 20));
+  plan.quantization.block_size = static_cast<size_t>(q.integer("block_size", 1, 1 << 20));
+  if (const auto dtype = q.optional_string("scale_dtype")) plan.scale_dtype = *dtype;
   try {
     plan.quantization.validate();
   } catch (const Error& e) {
-    fail(ErrorCode::kInvalidArgument, "{}: {}", qwhere, e.what());
+    q.invalid(e.what());
   }
 
-  const json& layers = required(j, "layers", source);
+  const json& layers = root.at("layers");
   if (!layers.is_array() || static_cast<int>(layers.size()) != n_layers) {
-    fail(ErrorCode::kInvalidArgument,
-         "{}: field 'layers': expected an array of num_layers = {} "
-         "entries, got {}",
-         source, n_layers, layers.is_array() ? layers.size() : 0);
+    root.invalid("layers", fmt::format("expected an array of num_layers = {} entries, got {}",
+                                       n_layers, layers.is_array() ? layers.size() : 0));
   }
   for (int l = 0; l < n_layers; ++l) {
-    const std::string where = fmt::format("{}: layers[{}]", source, l);
-    const json& e = layers[l];
-    if (!e.is_object()) fail(ErrorCode::kInvalidArgument, "{}: expected an object", where);
+    const JsonFields e(layers[l], fmt::format("{}: layers[{}]", source, l));
+    if (!e.value().is_object()) e.expected("an object");
     PlanLayer layer;
-    layer.index = static_cast<int>(required_int(e, "index", where, l, l));
-    layer.group = static_cast<int>(optional_int(e, "group", where, 0, n_layers, 0));
-    layer.pair =
-        parse_pair_at(required_string(e, "key", where), required_string(e, "value", where), where);
+    layer.index = static_cast<int>(e.integer("index", l, l));
+    layer.group = static_cast<int>(e.optional_integer("group", 0, n_layers).value_or(0));
+    layer.pair = parse_pair_at(e.string("key"), e.string("value"), e.source());
     // Sizes written in the file must agree with what the formats say.
     const LayerTokenBytes bytes = [&] {
       try {
@@ -191,13 +154,23 @@ Plan plan_from_json(const json& j, const std::string& source) {
         fail(ErrorCode::kInvalidArgument, "{}: {}", source, err.what());
       }
     }();
+    for (auto [field, scales] : {std::pair{"key_fp8_scales", &layer.fp8_scales.key},
+                                 std::pair{"value_fp8_scales", &layer.fp8_scales.value}}) {
+      const auto values = e.optional_array(field);
+      if (!values) continue;
+      for (size_t i = 0; i < values->size(); ++i) {
+        scales->push_back(static_cast<float>(values->number_at(i)));
+      }
+    }
+    check_fp8_scales(layer.fp8_scales, layer.pair,
+                     plan.model.geometry.layers[static_cast<size_t>(l)].n_kv_heads, e.source());
     for (const auto& [field, expected] : {std::pair{"key_bytes_per_token", bytes.key},
                                           std::pair{"value_bytes_per_token", bytes.value}}) {
-      if (e.contains(field)) {
-        if (!e[field].is_number() || std::fabs(e[field].get<double>() - expected) > 1e-6) {
-          fail(ErrorCode::kInvalidArgument, "{}: field '{}' is {}, but {} gives {}", where, field,
-               json_excerpt(e[field]), layer.pair.name(), expected);
-        }
+      if (!e.has(field)) continue;
+      const json& v = e.at(field);
+      if (!v.is_number() || std::fabs(v.get<double>() - expected) > 1e-6) {
+        fail(ErrorCode::kInvalidArgument, "{}: field '{}' is {}, but {} gives {}", e.source(),
+             field, json_excerpt(v), layer.pair.name(), expected);
       }
     }
     plan.layers.push_back(layer);
@@ -246,12 +219,12 @@ json plan_to_json(const Plan& plan) {
     const PlanLayer& layer = plan.layers[l];
     const LayerTokenBytes b =
         layer_bytes_per_token(g.layers[l], layer.pair, plan.quantization, static_cast<int>(l));
-    layers.push_back({{"index", layer.index},
-                      {"group", layer.group},
-                      {"key", layer.pair.key.name()},
-                      {"value", layer.pair.value.name()},
-                      {"key_bytes_per_token", b.key},
-                      {"value_bytes_per_token", b.value}});
+    json entry = {{"index", layer.index},         {"group", layer.group},
+                  {"key", layer.pair.key.name()}, {"value", layer.pair.value.name()},
+                  {"key_bytes_per_token", b.key}, {"value_bytes_per_token", b.value}};
+    if (!layer.fp8_scales.key.empty()) entry["key_fp8_scales"] = layer.fp8_scales.key;
+    if (!layer.fp8_scales.value.empty()) entry["value_fp8_scales"] = layer.fp8_scales.value;
+    layers.push_back(std::move(entry));
   }
   const PlanSummary s = summarize_plan(plan);
   return {{"schema", kPlanSchema},

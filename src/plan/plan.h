@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
 #include "plan/kv_geometry.h"
 #include "plan/quant_settings.h"
@@ -39,6 +40,9 @@ struct PlanLayer {
   int index = 0;
   int group = 0;  // search cluster the layer belonged to
   KvPair pair;
+  // Per-KV-head scales of the layer's FP8 sides (formats/fp8_scales.h), calibrated by the profile;
+  // empty sides mean 1 (non-FP8 formats, or plans written before scales were stored).
+  KvHeadScales fp8_scales{};
 };
 
 struct PlanSummary {
@@ -64,6 +68,8 @@ struct Plan {
   nlohmann::json provenance = nlohmann::json::object();
 
   [[nodiscard]] std::vector<KvPair> pairs() const;
+  // [layer] the layers' FP8 scales, as KvCacheOptions::fp8_scales takes them.
+  [[nodiscard]] std::vector<KvHeadScales> fp8_scales() const;
 };
 
 PlanSummary summarize_plan(const Plan& plan);

@@ -1,5 +1,7 @@
 #include "plan/plan_fingerprint.h"
 
+#include <bit>
+
 #include "core/hash.h"
 
 namespace kvplan {
@@ -28,6 +30,13 @@ uint64_t plan_fingerprint(const Plan& plan) {
       h.update_u64(static_cast<uint64_t>(f.id()));
       h.update_u64(f.info().version);
       h.update_u64(f.slot_bytes());
+    }
+    // FP8 scales change the stored codes, not the layout; hashed only when present, so plans
+    // without FP8 layers keep their fingerprints.
+    for (const std::vector<float>* scales : {&layer.fp8_scales.key, &layer.fp8_scales.value}) {
+      if (scales->empty()) continue;
+      h.update("fp8_scales");
+      for (const float s : *scales) h.update_u64(std::bit_cast<uint32_t>(s));
     }
   }
   return h.digest();

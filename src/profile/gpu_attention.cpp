@@ -3,42 +3,23 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
+#include "gpu/device_buffer.h"
+#include "gpu/gpu_error.h"
 #include "kernels/kv_kernels.h"
 
 namespace kvplan {
 namespace {
 
-void check(gpu::Status s, const char* what) {
-  if (s.ok()) return;
-  fail(s.code == gpu::StatusCode::kNotCompiled ? ErrorCode::kUnimplemented : ErrorCode::kInternal,
-       "profile on the GPU: {}: {} failed: {}", what, s.call, s.message);
+// The buffers grow to the largest request and are reused across calls.
+constexpr std::string_view kBufferWhat = "profile on the GPU: device buffer";
+
+// Every failure names the profiler, then the step ("profile on the GPU: upload Q: ...").
+void check(const gpu::Status& s, std::string_view step) {
+  if (!s.ok()) check_gpu(s, fmt::format("profile on the GPU: {}", step));
 }
-
-// One device allocation that grows to the largest request and is reused across calls.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) (void)gpu::free_device(ptr_);
-  }
-  void* get(size_t bytes) {
-    if (bytes > bytes_) {
-      if (ptr_ != nullptr) check(gpu::free_device(ptr_), "device buffer");
-      ptr_ = nullptr;
-      bytes_ = 0;
-      check(gpu::malloc_device(&ptr_, bytes), "device buffer");
-      bytes_ = bytes;
-    }
-    return ptr_;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 RowFormat row_format_of(Format f, const QuantSettings& settings, int head_dim) {
   RowFormat r;
@@ -56,7 +37,8 @@ RowFormat row_format_of(Format f, const QuantSettings& settings, int head_dim) {
 
 struct GpuAttention::Buffers {
   gpu::Stream stream = nullptr;
-  DeviceBuffer q, k, v, k_pages, v_pages, k_scratch, v_scratch, scores, out;
+  gpu::DeviceBuffer q, k, v, k_pages, v_pages, k_scratch, v_scratch, scores, out, k_scales,
+      v_scales;
   ~Buffers() {
     if (stream != nullptr) (void)gpu::stream_destroy(stream);
   }
@@ -76,7 +58,8 @@ bool GpuAttention::supports(const QuantSettings& settings) {
 GpuAttention::Result GpuAttention::attend(const RowMatrix& q, const RowMatrix& k,
                                           const RowMatrix& v, Format key_format,
                                           Format value_format, const QuantSettings& settings,
-                                          const AttentionLayerShape& shape) {
+                                          const AttentionLayerShape& shape,
+                                          const KvHeadScales& fp8_scales) {
   std::lock_guard<std::mutex> lock(mu_);
   check(gpu::set_device(device_), "select device");
   Buffers& b = *buffers_;
@@ -87,32 +70,45 @@ GpuAttention::Result GpuAttention::attend(const RowMatrix& q, const RowMatrix& k
   const RowFormat kf = row_format_of(key_format, settings, D);
   const RowFormat vf = row_format_of(value_format, settings, D);
 
-  void* d_q = b.q.get(q_bytes);
-  void* d_k = b.k.get(kv_bytes);
-  void* d_v = b.v.get(kv_bytes);
+  void* d_q = b.q.reserve(q_bytes, kBufferWhat);
+  void* d_k = b.k.reserve(kv_bytes, kBufferWhat);
+  void* d_v = b.v.reserve(kv_bytes, kBufferWhat);
   check(gpu::copy_to_device(d_q, q.data(), q_bytes, b.stream), "upload Q");
   check(gpu::copy_to_device(d_k, k.data(), kv_bytes, b.stream), "upload K");
   check(gpu::copy_to_device(d_v, v.data(), kv_bytes, b.stream), "upload V");
+  // Per-head FP8 scales, or null (= 1) for a side that has none.
+  auto upload_scales = [&](gpu::DeviceBuffer& buf,
+                           const std::vector<float>& scales) -> const float* {
+    if (scales.empty()) return nullptr;
+    const size_t bytes = scales.size() * sizeof(float);
+    void* d = buf.reserve(bytes, kBufferWhat);
+    check(gpu::copy_to_device(d, scales.data(), bytes, b.stream), "upload FP8 scales");
+    return static_cast<const float*>(d);
+  };
+  const float* d_k_scales = upload_scales(b.k_scales, fp8_scales.key);
+  const float* d_v_scales = upload_scales(b.v_scales, fp8_scales.value);
 
   // One page holds the whole prompt: [T, G] rows of the format's row_bytes.
-  auto pages = [&](DeviceBuffer& buf, const RowFormat& f) {
+  auto pages = [&](gpu::DeviceBuffer& buf, const RowFormat& f) {
     PagedKvView view;
     view.page_size = T;
     view.n_kv_heads = G;
     view.row_bytes = f.row_bytes;
     view.page_table_stride = 1;
-    view.pages = static_cast<uint8_t*>(buf.get(static_cast<size_t>(view.page_bytes())));
+    view.pages = buf.reserve<uint8_t>(static_cast<size_t>(view.page_bytes()), kBufferWhat);
     return view;
   };
   gpu::PackPageParams pk;
   pk.src = dense_view(d_k, DenseType::kF32, T, G, D);
   pk.dst = pages(b.k_pages, kf);
   pk.format = kf;
+  pk.fp8_scales = d_k_scales;
   check(gpu::pack_page(pk, b.stream), "pack K");
   gpu::PackPageParams pv = pk;
   pv.src = dense_view(d_v, DenseType::kF32, T, G, D);
   pv.dst = pages(b.v_pages, vf);
   pv.format = vf;
+  pv.fp8_scales = d_v_scales;
   check(gpu::pack_page(pv, b.stream), "pack V");
 
   gpu::BatchedAttentionParams a;
@@ -121,6 +117,8 @@ GpuAttention::Result GpuAttention::attend(const RowMatrix& q, const RowMatrix& k
   a.v = pv.dst;
   a.k_format = kf;
   a.v_format = vf;
+  a.k_fp8_scales = d_k_scales;
+  a.v_fp8_scales = d_v_scales;
   a.n_queries = T;
   a.n_keys = T;
   a.pos0 = 0;
@@ -129,11 +127,11 @@ GpuAttention::Result GpuAttention::attend(const RowMatrix& q, const RowMatrix& k
   a.n_kv_heads = G;
   a.head_dim = D;
   a.sm_scale = 1.0f / std::sqrt(static_cast<float>(D));
-  a.k_scratch = static_cast<float*>(b.k_scratch.get(kv_bytes));
-  a.v_scratch = static_cast<float*>(b.v_scratch.get(kv_bytes));
+  a.k_scratch = static_cast<float*>(b.k_scratch.reserve(kv_bytes, kBufferWhat));
+  a.v_scratch = static_cast<float*>(b.v_scratch.reserve(kv_bytes, kBufferWhat));
   const size_t score_bytes = static_cast<size_t>(H) * static_cast<size_t>(T * T) * sizeof(float);
-  a.scores = static_cast<float*>(b.scores.get(score_bytes));
-  a.out = static_cast<float*>(b.out.get(q_bytes));
+  a.scores = static_cast<float*>(b.scores.reserve(score_bytes, kBufferWhat));
+  a.out = static_cast<float*>(b.out.reserve(q_bytes, kBufferWhat));
   check(gpu::batched_attention(a, b.stream), "batched attention");
 
   Result r;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "formats/format.h"
+#include "formats/fp8_scales.h"
 #include "plan/quant_settings.h"
 #include "profile/metrics.h"
 
@@ -34,11 +35,12 @@ class GpuAttention {
     std::vector<RowMatrix> probabilities;  // [n_heads] of [T, T], zeros outside the causal window
     RowMatrix out;                         // [T, n_heads * head_dim]
   };
-  // q [T, n_heads * head_dim], k and v [T, n_kv_heads * head_dim] (exact, f32). Thread-safe: calls
-  // from several threads take turns on the device.
+  // q [T, n_heads * head_dim], k and v [T, n_kv_heads * head_dim] (exact, f32); `fp8_scales` the
+  // layer's per-head FP8 scales (empty sides = 1). Thread-safe: calls from several threads take
+  // turns on the device.
   Result attend(const RowMatrix& q, const RowMatrix& k, const RowMatrix& v, Format key_format,
                 Format value_format, const QuantSettings& settings,
-                const AttentionLayerShape& shape);
+                const AttentionLayerShape& shape, const KvHeadScales& fp8_scales);
 
  private:
   struct Buffers;

@@ -7,11 +7,15 @@
 namespace kvplan {
 
 RowMatrix kv_roundtrip(const RowMatrix& rows, KvSide side, Format format,
-                       const QuantSettings& settings, int layer, int n_kv_heads, int head_dim) {
+                       const QuantSettings& settings, int layer, int n_kv_heads, int head_dim,
+                       const std::vector<float>& fp8_head_scales) {
   // The other side is f32, which packs losslessly whatever the mode.
   const Format plain(FormatId::kF32);
   const KvPair pair = side == KvSide::kKey ? KvPair{format, plain} : KvPair{plain, format};
-  LayerKvCache cache(layer, n_kv_heads, head_dim, /*exact=*/false, pair, settings);
+  KvHeadScales scales;
+  (side == KvSide::kKey ? scales.key : scales.value) = fp8_head_scales;
+  LayerKvCache cache(layer, n_kv_heads, head_dim, /*exact=*/false, pair, settings,
+                     std::move(scales));
   const size_t T = static_cast<size_t>(rows.rows());
   const size_t stride = static_cast<size_t>(rows.cols());
   cache.append(rows.data(), rows.data(), T, stride);

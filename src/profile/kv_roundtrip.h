@@ -6,6 +6,8 @@
 //                                          layer, n_kv_heads, head_dim);
 #pragma once
 
+#include <vector>
+
 #include "formats/format.h"
 #include "model/model_weights.h"
 #include "plan/quant_settings.h"
@@ -14,8 +16,10 @@ namespace kvplan {
 
 enum class KvSide { kKey, kValue };
 
+// `fp8_head_scales` ([n_kv_heads], FP8 formats only; empty = 1) are the side's per-head scales.
 // Throws Error(kInvalidArgument) naming the layer and format when it cannot pack these rows.
 RowMatrix kv_roundtrip(const RowMatrix& rows, KvSide side, Format format,
-                       const QuantSettings& settings, int layer, int n_kv_heads, int head_dim);
+                       const QuantSettings& settings, int layer, int n_kv_heads, int head_dim,
+                       const std::vector<float>& fp8_head_scales = {});
 
 }  // namespace kvplan

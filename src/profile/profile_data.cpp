@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_fields.h"
 #include "core/json_text.h"
 
 namespace kvplan {
@@ -14,62 +15,12 @@ using Json = nlohmann::json;
 
 constexpr int64_t kMaxLayers = 100000;  // as plan.json
 
-// Field access that names the file and the JSON path in every error.
-class Reader {
- public:
-  explicit Reader(const std::string& source) : source_(source) {}
-
-  const Json& at(const Json& obj, const std::string& key, const std::string& path) const {
-    if (!obj.is_object() || !obj.contains(key)) {
-      fail(ErrorCode::kInvalidArgument, "{}: field '{}' is missing", source_, join(path, key));
-    }
-    return obj[key];
-  }
-  std::string str(const Json& obj, const std::string& key, const std::string& path) const {
-    const Json& v = at(obj, key, path);
-    if (!v.is_string()) bad(path, key, "a string", v);
-    return v.get<std::string>();
-  }
-  // Counts stored as int are bounded by INT32_MAX (a larger one would wrap in the cast); layers
-  // by kMaxLayers so that per-layer tables stay small whatever the file claims.
-  int64_t integer(const Json& obj, const std::string& key, const std::string& path, int64_t min,
-                  int64_t max = INT32_MAX) const {
-    const Json& v = at(obj, key, path);
-    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max ||
-        (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max))) {
-      bad(path, key, fmt::format("an integer in {}..{}", min, max), v);
-    }
-    return v.get<int64_t>();
-  }
-  double number(const Json& obj, const std::string& key, const std::string& path) const {
-    const Json& v = at(obj, key, path);
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
-      bad(path, key, "a finite number >= 0", v);
-    }
-    return v.get<double>();
-  }
-  bool boolean(const Json& obj, const std::string& key, const std::string& path) const {
-    const Json& v = at(obj, key, path);
-    if (!v.is_boolean()) bad(path, key, "true or false", v);
-    return v.get<bool>();
-  }
-  [[noreturn]] void bad(const std::string& path, const std::string& key, const std::string& want,
-                        const Json& got) const {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': expected {}, got {}", source_,
-         join(path, key), want, json_excerpt(got));
-  }
-  [[noreturn]] void invalid(const std::string& path, const std::string& what) const {
-    fail(ErrorCode::kInvalidArgument, "{}: field '{}': {}", source_, path, what);
-  }
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-
- private:
-  const std::string& source_;
-};
-
 }  // namespace
+
+KvHeadScales Profile::fp8_scales(int layer, const KvPair& pair) const {
+  if (kv_absmax.empty()) return {};
+  return fp8_scales_for(pair, kv_absmax.at(static_cast<size_t>(layer)));
+}
 
 void Profile::reset_cells() {
   cells.assign(static_cast<size_t>(model.num_layers),
@@ -112,6 +63,15 @@ nlohmann::ordered_json profile_to_json(const Profile& p) {
                        {"group_size", p.quantization.group_size},
                        {"residual_length", p.quantization.residual_length},
                        {"chunk_attends_quantized", p.chunk_attends_quantized}};
+  // Absent means "cpu", so CPU profiles keep the bytes (and profile_hash) they had before the
+  // field.
+  if (p.attention_device != "cpu") j["attention_device"] = p.attention_device;
+  if (!p.kv_absmax.empty()) {
+    OJson absmax = OJson::array();
+    for (const KvHeadAbsmax& a : p.kv_absmax)
+      absmax.push_back({{"key", a.key}, {"value", a.value}});
+    j["kv_absmax"] = absmax;
+  }
   OJson candidates = OJson::array();
   for (const KvPair& c : p.candidates) candidates.push_back(c.name());
   j["candidates"] = candidates;
@@ -155,74 +115,107 @@ std::string profile_text(const Profile& profile) {
 }
 
 Profile profile_from_json(const Json& j, const std::string& source) {
-  const Reader r(source);
+  const JsonFields root(j, source);
   Profile p;
-  if (!j.is_object()) r.invalid("(root)", "expected a JSON object");
-  const std::string schema = r.str(j, "schema", "");
+  if (!j.is_object()) root.expected("a JSON object");
+  const std::string schema = root.string("schema");
   const bool v1 = schema == kProfileSchemaV1;
   if (schema != kProfileSchema && !v1) {
-    r.invalid("schema", fmt::format("expected \"{}\" (or \"{}\"), got \"{}\"", kProfileSchema,
-                                    kProfileSchemaV1, schema));
+    root.invalid("schema", fmt::format("expected \"{}\" (or \"{}\"), got \"{}\"", kProfileSchema,
+                                       kProfileSchemaV1, schema));
   }
-  p.tool_version = r.str(j, "tool_version", "");
-  const Json& m = r.at(j, "model", "");
-  p.model.name = r.str(m, "name", "model");
-  p.model.architecture = r.str(m, "architecture", "model");
-  p.model.fingerprint = r.str(m, "fingerprint", "model");
-  p.model.num_layers = static_cast<int>(r.integer(m, "num_layers", "model", 1, kMaxLayers));
-  p.model.num_attention_heads = static_cast<int>(r.integer(m, "num_attention_heads", "model", 1));
-  p.model.head_dim = static_cast<int>(r.integer(m, "head_dim", "model", 1));
-  const Json& kv = r.at(m, "num_kv_heads", "model");
-  if (!kv.is_array() || kv.size() != static_cast<size_t>(p.model.num_layers)) {
-    r.bad("model", "num_kv_heads", fmt::format("an array of {} counts", p.model.num_layers), kv);
+  p.tool_version = root.string("tool_version");
+  // Counts stored as int are bounded by INT32_MAX (a larger one would wrap in the cast); layers
+  // by kMaxLayers so that per-layer tables stay small whatever the file claims.
+  const JsonFields m = root.object("model");
+  p.model.name = m.string("name");
+  p.model.architecture = m.string("architecture");
+  p.model.fingerprint = m.string("fingerprint");
+  p.model.num_layers = static_cast<int>(m.integer("num_layers", 1, kMaxLayers));
+  p.model.num_attention_heads = static_cast<int>(m.integer("num_attention_heads", 1, INT32_MAX));
+  p.model.head_dim = static_cast<int>(m.integer("head_dim", 1, INT32_MAX));
+  const JsonFields kv = m.array("num_kv_heads");
+  if (kv.size() != static_cast<size_t>(p.model.num_layers)) {
+    m.expected("num_kv_heads", fmt::format("an array of {} counts", p.model.num_layers),
+               kv.value());
   }
-  for (const Json& n : kv) {
-    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > INT32_MAX) {
-      r.bad("model", "num_kv_heads", "counts >= 1", n);
-    }
-    p.model.num_kv_heads.push_back(n.get<int>());
+  for (size_t l = 0; l < kv.size(); ++l) {
+    p.model.num_kv_heads.push_back(static_cast<int>(kv.integer_at(l, 1, INT32_MAX)));
   }
-  const Json& c = r.at(j, "calibration", "");
-  p.calibration.source = r.str(c, "source", "calibration");
-  p.calibration.hash = r.str(c, "hash", "calibration");
-  p.calibration.prompts = static_cast<int>(r.integer(c, "prompts", "calibration", 1));
-  p.calibration.tokens = r.integer(c, "tokens", "calibration", 1, INT64_MAX);
-  p.calibration.max_tokens = static_cast<int>(r.integer(c, "max_tokens", "calibration", 1));
-  p.calibration.truncated = static_cast<int>(r.integer(c, "truncated", "calibration", 0));
-  p.calibration.kl_prompts = static_cast<int>(r.integer(c, "kl_prompts", "calibration", 0));
-  p.calibration.kl_tokens = r.integer(c, "kl_tokens", "calibration", 0, INT64_MAX);
-  const Json& q = r.at(j, "quantization", "");
+  const JsonFields c = root.object("calibration");
+  p.calibration.source = c.string("source");
+  p.calibration.hash = c.string("hash");
+  p.calibration.prompts = static_cast<int>(c.integer("prompts", 1, INT32_MAX));
+  p.calibration.tokens = c.integer("tokens", 1, INT64_MAX);
+  p.calibration.max_tokens = static_cast<int>(c.integer("max_tokens", 1, INT32_MAX));
+  p.calibration.truncated = static_cast<int>(c.integer("truncated", 0, INT32_MAX));
+  p.calibration.kl_prompts = static_cast<int>(c.integer("kl_prompts", 0, INT32_MAX));
+  p.calibration.kl_tokens = c.integer("kl_tokens", 0, INT64_MAX);
+  const JsonFields q = root.object("quantization");
+  const std::string mode = q.string("mode");
   try {
-    p.quantization.mode = parse_quant_mode(r.str(q, "mode", "quantization"));
+    p.quantization.mode = parse_quant_mode(mode);
   } catch (const Error& e) {
-    r.invalid("quantization.mode", e.what());
+    q.invalid("mode", e.what());
   }
-  p.quantization.group_size = static_cast<size_t>(r.integer(q, "group_size", "quantization", 1));
-  p.quantization.residual_length =
-      static_cast<size_t>(r.integer(q, "residual_length", "quantization", 0));
-  p.chunk_attends_quantized = r.boolean(q, "chunk_attends_quantized", "quantization");
-  const Json& cand = r.at(j, "candidates", "");
-  if (!cand.is_array() || cand.empty()) r.bad("", "candidates", "a non-empty array", cand);
-  for (size_t i = 0; i < cand.size(); ++i) {
-    if (!cand[i].is_string()) r.bad("", fmt::format("candidates[{}]", i), "a pair name", cand[i]);
-    try {
-      p.candidates.push_back(KvPair::parse(cand[i].get<std::string>()));
-    } catch (const Error& e) {
-      r.invalid(fmt::format("candidates[{}]", i), e.what());
+  p.quantization.group_size = static_cast<size_t>(q.integer("group_size", 1, INT32_MAX));
+  p.quantization.residual_length = static_cast<size_t>(q.integer("residual_length", 0, INT32_MAX));
+  p.chunk_attends_quantized = q.boolean("chunk_attends_quantized");
+  // Profiles written before the field existed recorded the device only in their timings.
+  const Json* device = j.contains("attention_device") ? &j["attention_device"] : nullptr;
+  if (device == nullptr && j.contains("timings") && j["timings"].is_object() &&
+      j["timings"].contains("attention_device")) {
+    device = &j["timings"]["attention_device"];
+  }
+  if (device != nullptr) {
+    if (!device->is_string() || (*device != "cpu" && *device != "gpu")) {
+      root.expected("attention_device", "\"cpu\" or \"gpu\"", *device);
+    }
+    p.attention_device = device->get<std::string>();
+  }
+  if (const auto a = root.optional_array("kv_absmax")) {
+    if (a->size() != static_cast<size_t>(p.model.num_layers)) {
+      root.expected("kv_absmax", fmt::format("an array of {} layers", p.model.num_layers),
+                    a->value());
+    }
+    for (size_t l = 0; l < a->size(); ++l) {
+      const JsonFields layer_fields = a->element(l);
+      KvHeadAbsmax layer;
+      for (auto [key, out] : {std::pair{"key", &layer.key}, std::pair{"value", &layer.value}}) {
+        const JsonFields v = layer_fields.array(key);
+        const size_t heads = static_cast<size_t>(p.model.num_kv_heads[l]);
+        if (v.size() != heads) {
+          layer_fields.expected(key, fmt::format("an array of {} values (one per KV head)", heads),
+                                v.value());
+        }
+        for (size_t h = 0; h < heads; ++h) out->push_back(static_cast<float>(v.number_at(h, 0.0)));
+      }
+      p.kv_absmax.push_back(std::move(layer));
     }
   }
-  if (j.contains("shard")) {
-    p.shard_count = static_cast<int>(r.integer(j["shard"], "count", "shard", 1));
-    p.shard_index = static_cast<int>(r.integer(j["shard"], "index", "shard", 0));
+  const JsonFields cand = root.array("candidates");
+  if (cand.size() == 0) root.expected("candidates", "a non-empty array", cand.value());
+  for (size_t i = 0; i < cand.size(); ++i) {
+    const std::string name = cand.string_at(i);
+    try {
+      p.candidates.push_back(KvPair::parse(name));
+    } catch (const Error& e) {
+      cand.element(i).invalid(e.what());
+    }
+  }
+  if (const auto shard = root.optional_object("shard")) {
+    p.shard_count = static_cast<int>(shard->integer("count", 1, INT32_MAX));
+    p.shard_index = static_cast<int>(shard->integer("index", 0, INT32_MAX));
     if (p.shard_index >= p.shard_count) {
-      r.invalid("shard.index",
-                fmt::format("{} is not below shard.count {}", p.shard_index, p.shard_count));
+      shard->invalid("index",
+                     fmt::format("{} is not below shard.count {}", p.shard_index, p.shard_count));
     }
   }
   p.reset_cells();
   if (!v1) {
-    const Json& measured = r.at(j, "dkl_measured", "");
-    if (!measured.is_array()) r.bad("", "dkl_measured", "an array of candidate names", measured);
+    const Json& measured = root.at("dkl_measured");
+    if (!measured.is_array())
+      root.expected("dkl_measured", "an array of candidate names", measured);
     p.dkl_measured.assign(p.candidates.size(), false);
     for (const Json& name : measured) {
       bool found = false;
@@ -231,59 +224,58 @@ Profile profile_from_json(const Json& j, const std::string& source) {
           p.dkl_measured[k] = found = true;
         }
       }
-      if (!found) r.bad("", "dkl_measured", "names listed in candidates", name);
+      if (!found) root.expected("dkl_measured", "names listed in candidates", name);
     }
   }
   // Name -> candidate, the last of equal names (as the linear search this replaces): a lookup per
   // cell, not a scan of every candidate.
   std::map<std::string, size_t> candidate_index;
   for (size_t k = 0; k < p.candidates.size(); ++k) candidate_index[p.candidates[k].name()] = k;
-  const Json& layers = r.at(j, "layers", "");
-  if (!layers.is_array() || layers.size() != static_cast<size_t>(p.model.num_layers)) {
-    r.bad("", "layers", fmt::format("an array of {} layers", p.model.num_layers), layers);
+  const JsonFields layers = root.array("layers");
+  if (layers.size() != static_cast<size_t>(p.model.num_layers)) {
+    root.expected("layers", fmt::format("an array of {} layers", p.model.num_layers),
+                  layers.value());
   }
   for (size_t l = 0; l < layers.size(); ++l) {
-    const std::string lp = fmt::format("layers[{}]", l);
-    if (r.integer(layers[l], "index", lp, 0) != static_cast<int64_t>(l)) {
-      r.invalid(lp + ".index", fmt::format("expected {}", l));
+    const JsonFields lf = layers.element(l);
+    if (lf.integer("index", 0, INT32_MAX) != static_cast<int64_t>(l)) {
+      lf.invalid("index", fmt::format("expected {}", l));
     }
-    const Json& pairs = r.at(layers[l], "pairs", lp);
-    if (!pairs.is_array()) r.bad(lp, "pairs", "an array", pairs);
+    const JsonFields pairs = lf.array("pairs");
     for (size_t i = 0; i < pairs.size(); ++i) {
-      const std::string cp = fmt::format("{}.pairs[{}]", lp, i);
-      const Json& cj = pairs[i];
-      const std::string name = r.str(cj, "pair", cp);
+      const JsonFields cj = pairs.element(i);
+      const std::string name = cj.string("pair");
       const auto found = candidate_index.find(name);
       if (found == candidate_index.end()) {
-        r.invalid(cp + ".pair", fmt::format("'{}' is not one of the candidates", name));
+        cj.invalid("pair", fmt::format("'{}' is not one of the candidates", name));
       }
       const size_t idx = found->second;
       ProfileCell cell;
       cell.pair = p.candidates[idx];
-      if (r.str(cj, "key", cp) != cell.pair.key.name() ||
-          r.str(cj, "value", cp) != cell.pair.value.name()) {
-        r.invalid(cp, fmt::format("key/value formats disagree with pair '{}'", name));
+      if (cj.string("key") != cell.pair.key.name() ||
+          cj.string("value") != cell.pair.value.name()) {
+        cj.invalid(fmt::format("key/value formats disagree with pair '{}'", name));
       }
-      cell.key_bits = r.number(cj, "key_bits", cp);
-      cell.value_bits = r.number(cj, "value_bits", cp);
-      cell.nominal_bits = r.number(cj, "nominal_bits", cp);
-      cell.key_bytes_per_token = r.number(cj, "key_bytes_per_token", cp);
-      cell.value_bytes_per_token = r.number(cj, "value_bytes_per_token", cp);
-      cell.metrics.e_k = r.number(cj, "e_k", cp);
-      cell.metrics.e_v = r.number(cj, "e_v", cp);
-      cell.metrics.e_a = r.number(cj, "e_a", cp);
-      cell.metrics.e_o = r.number(cj, "e_o", cp);
-      cell.metrics.dkl = r.number(cj, "dkl", cp);
+      cell.key_bits = cj.number("key_bits", 0.0);
+      cell.value_bits = cj.number("value_bits", 0.0);
+      cell.nominal_bits = cj.number("nominal_bits", 0.0);
+      cell.key_bytes_per_token = cj.number("key_bytes_per_token", 0.0);
+      cell.value_bytes_per_token = cj.number("value_bytes_per_token", 0.0);
+      cell.metrics.e_k = cj.number("e_k", 0.0);
+      cell.metrics.e_v = cj.number("e_v", 0.0);
+      cell.metrics.e_a = cj.number("e_a", 0.0);
+      cell.metrics.e_o = cj.number("e_o", 0.0);
+      cell.metrics.dkl = cj.number("dkl", 0.0);
       if (!v1) {
-        cell.metrics.o_mse = r.number(cj, "o_mse", cp);
-        cell.metrics.dkl_measured = r.boolean(cj, "dkl_measured", cp);
+        cell.metrics.o_mse = cj.number("o_mse", 0.0);
+        cell.metrics.dkl_measured = cj.boolean("dkl_measured");
       }
       auto& slot = p.cells[l][idx];
-      if (slot) r.invalid(cp, fmt::format("pair '{}' appears twice in layer {}", name, l));
+      if (slot) cj.invalid(fmt::format("pair '{}' appears twice in layer {}", name, l));
       if (shard_of_cell(static_cast<int>(l), idx, p.candidates.size(), p.shard_count) !=
           p.shard_index) {
-        r.invalid(cp, fmt::format("layer {} pair '{}' does not belong to shard {}/{}", l, name,
-                                  p.shard_index, p.shard_count));
+        cj.invalid(fmt::format("layer {} pair '{}' does not belong to shard {}/{}", l, name,
+                               p.shard_index, p.shard_count));
       }
       slot = cell;
     }
@@ -325,6 +317,7 @@ std::string profile_identity_mismatch(const Profile& a, const Profile& b) {
                b.quantization.residual_length));
   check(differ("quantization.chunk_attends_quantized", a.chunk_attends_quantized,
                b.chunk_attends_quantized));
+  check(differ("attention_device", a.attention_device, b.attention_device));
   std::string ca, cb;
   for (const KvPair& p : a.candidates) ca += (ca.empty() ? "" : ",") + p.name();
   for (const KvPair& p : b.candidates) cb += (cb.empty() ? "" : ",") + p.name();

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
 #include "plan/quant_settings.h"
 
@@ -83,6 +84,12 @@ struct Profile {
   ProfileCalibration calibration;
   QuantSettings quantization;
   bool chunk_attends_quantized = true;
+  // Where the attention-side metrics ran, "cpu" or "gpu": GPU probabilities differ from the
+  // CPU's in rounding, so cells from both must not be mixed in one profile.
+  std::string attention_device = "cpu";
+  // [layer] the largest |K| and |V| per KV head over the calibration text, from which FP8 formats
+  // take their per-head scales (formats/fp8_scales.h). Empty in profiles written before it existed.
+  std::vector<KvHeadAbsmax> kv_absmax{};
   std::vector<KvPair> candidates;
   // [candidate] whether dKL re-runs the model for it (the others' dKL is estimated); empty = all.
   std::vector<bool> dkl_measured;
@@ -98,6 +105,9 @@ struct Profile {
   [[nodiscard]] size_t n_present() const;
   [[nodiscard]] size_t n_cells() const { return model.num_layers * candidates.size(); }
   [[nodiscard]] bool complete() const { return n_present() == n_cells(); }
+  // `pair`'s FP8 scales at `layer`, from kv_absmax; none (scale 1, as such a profile's cells were
+  // measured) when the profile predates kv_absmax.
+  [[nodiscard]] KvHeadScales fp8_scales(int layer, const KvPair& pair) const;
   [[nodiscard]] bool measures_dkl(size_t candidate) const {
     return dkl_measured.empty() || dkl_measured[candidate];
   }

@@ -129,6 +129,17 @@ Profile profile_header(const Transformer& model, const CalibrationSet& cal, cons
   return p;
 }
 
+// Largest |x| of each KV head's columns of a captured [T, n_kv_heads * head_dim] K or V.
+std::vector<float> head_absmax(const RowMatrix& rows, int n_kv_heads, int head_dim) {
+  std::vector<float> out(static_cast<size_t>(n_kv_heads), 0.0f);
+  if (rows.size() == 0) return out;
+  for (int h = 0; h < n_kv_heads; ++h) {
+    out[static_cast<size_t>(h)] =
+        rows.middleCols(static_cast<Eigen::Index>(h) * head_dim, head_dim).cwiseAbs().maxCoeff();
+  }
+  return out;
+}
+
 ProfileCell describe_cell(const ModelConfig& c, int layer, const KvPair& pair,
                           const QuantSettings& settings) {
   ProfileCell cell;
@@ -171,7 +182,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
                                  const QuantSettings& settings, const std::vector<Format>& keys,
                                  const std::vector<Format>& values,
                                  const std::vector<std::pair<size_t, size_t>>& cells,
-                                 GpuAttention* gpu) {
+                                 const KvHeadAbsmax& absmax, GpuAttention* gpu) {
   const size_t L = static_cast<size_t>(l);
   const int n_kv = c.n_kv_heads[L];
   const AttentionLayerShape shape{c.n_heads, n_kv, c.head_dim, c.sliding_window[L]};
@@ -192,10 +203,15 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
   out.e_v.resize(values.size());
   out.e_o.resize(cells.size());
   out.o_mse.resize(cells.size());
+  std::vector<std::vector<float>> key_scales(keys.size()), value_scales(values.size());
+  for (size_t f = 0; f < keys.size(); ++f) key_scales[f] = fp8_head_scales(keys[f], absmax.key);
+  for (size_t f = 0; f < values.size(); ++f) {
+    value_scales[f] = fp8_head_scales(values[f], absmax.value);
+  }
   std::vector<std::vector<RowMatrix>> p_quant(keys.size());
   for (size_t f = 0; f < keys.size(); ++f) {
     const RowMatrix k_hat =
-        kv_roundtrip(cap.k[L], KvSide::kKey, keys[f], settings, l, n_kv, c.head_dim);
+        kv_roundtrip(cap.k[L], KvSide::kKey, keys[f], settings, l, n_kv, c.head_dim, key_scales[f]);
     const std::vector<RowMatrix> khq = split_heads(k_hat, n_kv, c.head_dim);
     for (int g = 0; g < n_kv; ++g) {
       out.e_k[f].add(relative_row_error(kh[static_cast<size_t>(g)], khq[static_cast<size_t>(g)]));
@@ -212,8 +228,8 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
   }
   std::vector<std::vector<RowMatrix>> v_quant(values.size());
   for (size_t f = 0; f < values.size(); ++f) {
-    const RowMatrix v_hat =
-        kv_roundtrip(cap.v[L], KvSide::kValue, values[f], settings, l, n_kv, c.head_dim);
+    const RowMatrix v_hat = kv_roundtrip(cap.v[L], KvSide::kValue, values[f], settings, l, n_kv,
+                                         c.head_dim, value_scales[f]);
     v_quant[f] = split_heads(v_hat, n_kv, c.head_dim);
     for (int g = 0; g < n_kv; ++g) {
       out.e_v[f].add(
@@ -225,7 +241,8 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
     for (size_t i = 0; i < cells.size(); ++i) {
       const auto [kf, vf] = cells[i];
       const GpuAttention::Result r =
-          gpu->attend(cap.q[L], cap.k[L], cap.v[L], keys[kf], values[vf], settings, shape);
+          gpu->attend(cap.q[L], cap.k[L], cap.v[L], keys[kf], values[vf], settings, shape,
+                      {key_scales[kf], value_scales[vf]});
       if (!scored[kf]) {  // P depends on the key format only: score it from its first cell
         scored[kf] = true;
         for (int h = 0; h < c.n_heads; ++h) {
@@ -362,6 +379,10 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   if (std::find(dkl_measured.begin(), dkl_measured.end(), false) != dkl_measured.end()) {
     profile.dkl_measured = dkl_measured;
   }
+  // The attention-side metrics go to the GPU when one was chosen and the mode is one its kernels
+  // pack; the profile records where they ran (GPU probabilities differ from the CPU's in rounding).
+  const bool attention_on_gpu = options.gpu_device >= 0 && GpuAttention::supports(options.settings);
+  profile.attention_device = attention_on_gpu ? "gpu" : "cpu";
   if (options.resume != nullptr) {
     const Profile& r = *options.resume;
     const std::string diff = profile_identity_mismatch(profile, r);
@@ -408,12 +429,13 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
                                           1;
 #endif
   profile.timings = {{"threads", threads}};
-  if (cells_total == 0) return profile;
+  if (cells_total == 0) {
+    if (options.resume != nullptr) profile.kv_absmax = options.resume->kv_absmax;
+    return profile;
+  }
 
-  // The attention-side metrics go to the GPU when one was chosen and the mode is one its kernels
-  // pack; timings record where they ran (GPU probabilities differ from the CPU's in rounding).
   std::unique_ptr<GpuAttention> gpu;
-  if (options.gpu_device >= 0 && GpuAttention::supports(options.settings)) {
+  if (attention_on_gpu) {
     gpu = std::make_unique<GpuAttention>(options.gpu_device);
   } else if (options.gpu_device >= 0) {
     spdlog::info(
@@ -431,6 +453,7 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   std::vector<bool> is_kl(n_prompts, false);
   for (const size_t i : kl_prompts) is_kl[i] = true;
   std::vector<PromptCapture> captures(n_prompts);
+  std::vector<std::vector<KvHeadAbsmax>> prompt_absmax(n_prompts);
   const auto ref_start = Clock::now();
   parallel_for(n_prompts, threads, [&](size_t i) {
     KvCache cache(c, KvCacheOptions::exact_kv());
@@ -439,6 +462,10 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
     RowMatrix logits = model.forward(calibration.prompts[i], cache, &cap);
     PromptCapture& out = captures[i];
     const size_t L = static_cast<size_t>(c.n_layers);
+    for (size_t l = 0; l < L; ++l) {  // every layer's, so that any plan can take FP8 scales
+      prompt_absmax[i].push_back({head_absmax(cap.k[l], c.n_kv_heads[l], c.head_dim),
+                                  head_absmax(cap.v[l], c.n_kv_heads[l], c.head_dim)});
+    }
     out.q.resize(L);
     out.k.resize(L);
     out.v.resize(L);
@@ -458,6 +485,16 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
     tracker.report("reference", -1, 0, c.n_layers + 1);
   });
   const double reference_s = seconds_since(ref_start);
+  profile.kv_absmax = prompt_absmax[0];
+  for (size_t i = 1; i < n_prompts; ++i) {
+    for (size_t l = 0; l < profile.kv_absmax.size(); ++l) {
+      KvHeadAbsmax& m = profile.kv_absmax[l];
+      for (size_t h = 0; h < m.key.size(); ++h) {
+        m.key[h] = std::max(m.key[h], prompt_absmax[i][l].key[h]);
+        m.value[h] = std::max(m.value[h], prompt_absmax[i][l].value[h]);
+      }
+    }
+  }
 
   // 2. Per layer: attention-side metrics over every prompt, then dKL per (cell, dKL prompt).
   double metrics_s = 0, dkl_s = 0;
@@ -479,8 +516,9 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
 
     std::vector<LayerPartials> partials(n_prompts);
     parallel_for(n_prompts, threads, [&](size_t i) {
-      partials[i] = attention_partials(captures[i], l, c, options.settings, keys, values,
-                                       cell_formats, gpu.get());
+      partials[i] =
+          attention_partials(captures[i], l, c, options.settings, keys, values, cell_formats,
+                             profile.kv_absmax[static_cast<size_t>(l)], gpu.get());
     });
     metrics_s += seconds_since(layer_start);
 
@@ -500,6 +538,8 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
       pairs[static_cast<size_t>(l)] = candidates[cells[ci]];
       KvCacheOptions kv = KvCacheOptions::per_layer(std::move(pairs), options.settings);
       kv.chunk_attends_quantized = options.chunk_attends_quantized;
+      kv.fp8_scales.resize(static_cast<size_t>(c.n_layers));
+      kv.fp8_scales[static_cast<size_t>(l)] = profile.fp8_scales(l, candidates[cells[ci]]);
       KvCache cache(c, kv);
       const RowMatrix logits =
           model.forward_from_layer(l, cap.layer_input[static_cast<size_t>(l)], cache, nullptr,

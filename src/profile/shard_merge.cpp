@@ -26,6 +26,11 @@ Profile merge_profiles(const std::vector<Profile>& shards, const std::vector<std
     if (!diff.empty()) {
       fail(ErrorCode::kInvalidArgument, "{}: does not match {}: {}", names[s], names[0], diff);
     }
+    if (p.kv_absmax != first.kv_absmax) {
+      fail(ErrorCode::kInvalidArgument,
+           "{}: field 'kv_absmax' differs from {}'s: the shards' reference passes disagree",
+           names[s], names[0]);
+    }
     if (p.shard_count != first.shard_count) {
       fail(ErrorCode::kInvalidArgument, "{}: field 'shard.count' is {}, {} has {}", names[s],
            p.shard_count, names[0], first.shard_count);

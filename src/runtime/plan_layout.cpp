@@ -38,6 +38,7 @@ PlanLayout::PlanLayout(const Plan& plan, const LayoutOptions& options)
     lg.n_kv_heads = g.layers[l].n_kv_heads;
     lg.head_dim = g.layers[l].head_dim;
     lg.pair = plan.layers[l].pair;
+    lg.fp8_scales = plan.layers[l].fp8_scales;
     const size_t heads = static_cast<size_t>(lg.n_kv_heads);
     const size_t dim = static_cast<size_t>(lg.head_dim);
     if (lg.pair.is_slot()) {
@@ -136,70 +137,78 @@ bool PlanLayout::kivi_key(const LayerPageGeometry& g, KvSide side) const {
          g.pair.key.family() != FormatFamily::kPlain;
 }
 
-void PlanLayout::pack_page(int layer_index, KvSide side, std::span<const float> values,
-                           std::span<uint8_t> out, const PackOptions& options) const {
+template <typename RowsFn, typename ChannelsFn>
+void PlanLayout::for_each_unit(int layer_index, KvSide side, size_t n_values, size_t n_bytes,
+                               const PackOptions& options, RowsFn&& rows,
+                               ChannelsFn&& channels) const {
   const LayerPageGeometry& lg = layer(layer_index);
   if (lg.pair.is_slot()) {
     fail(ErrorCode::kUnimplemented,
-         "layer {}: slot formats are opaque bytes, kvplan cannot pack them", layer_index);
+         "layer {}: slot formats are opaque bytes, kvplan cannot pack or unpack them", layer_index);
   }
-  if (values.size() != page_values(layer_index) || out.size() != page_bytes(layer_index, side)) {
+  if (n_values != page_values(layer_index) || n_bytes != page_bytes(layer_index, side)) {
     fail(ErrorCode::kInvalidArgument,
          "layer {} page: got {} values and {} bytes, expected {} values and {} bytes", layer_index,
-         values.size(), out.size(), page_values(layer_index), page_bytes(layer_index, side));
+         n_values, n_bytes, page_values(layer_index), page_bytes(layer_index, side));
   }
   const Format f = side == KvSide::kKey ? lg.pair.key : lg.pair.value;
+  const std::vector<float>& scales = side == KvSide::kKey ? lg.fp8_scales.key : lg.fp8_scales.value;
   PackOptions opt = options;
   opt.group_size = settings_.group_size;
   const size_t heads = static_cast<size_t>(lg.n_kv_heads);
   const size_t dim = static_cast<size_t>(lg.head_dim);
   if (!kivi_key(lg, side)) {
-    pack_rows(f, values.data(), block_size_ * heads, dim, out.data(), opt);
+    if (scales.empty()) return rows(f, size_t{0}, size_t{0}, block_size_ * heads, opt);
+    // One row at a time, each with its head's FP8 scale.
+    const size_t row_bytes = packed_row_bytes(f, dim, opt.group_size);
+    for (size_t r = 0; r < block_size_ * heads; ++r) {
+      opt.fp8_scale = scales[r % heads];
+      rows(f, r * dim, r * row_bytes, size_t{1}, opt);
+    }
     return;
   }
   const size_t gs = settings_.group_size;
   const size_t head_bytes = dim * packed_row_bytes(f, gs, gs);
-  uint8_t* dst = out.data();
+  size_t byte_offset = 0;
   for (size_t t0 = 0; t0 < block_size_; t0 += gs) {
     for (size_t h = 0; h < heads; ++h) {
-      pack_channels(f, values.data() + (t0 * heads + h) * dim, gs, dim, heads * dim,
-                    {dst, head_bytes}, opt);
-      dst += head_bytes;
+      if (!scales.empty()) opt.fp8_scale = scales[h];
+      channels(f, (t0 * heads + h) * dim, byte_offset, head_bytes, opt);
+      byte_offset += head_bytes;
     }
   }
+}
+
+void PlanLayout::pack_page(int layer_index, KvSide side, std::span<const float> values,
+                           std::span<uint8_t> out, const PackOptions& options) const {
+  const LayerPageGeometry& lg = layer(layer_index);
+  const size_t dim = static_cast<size_t>(lg.head_dim);
+  const size_t stride = static_cast<size_t>(lg.n_kv_heads) * dim;
+  const size_t gs = settings_.group_size;
+  for_each_unit(
+      layer_index, side, values.size(), out.size(), options,
+      [&](Format f, size_t v, size_t b, size_t n_rows, const PackOptions& opt) {
+        pack_rows(f, values.data() + v, n_rows, dim, out.data() + b, opt);
+      },
+      [&](Format f, size_t v, size_t b, size_t n_bytes, const PackOptions& opt) {
+        pack_channels(f, values.data() + v, gs, dim, stride, out.subspan(b, n_bytes), opt);
+      });
 }
 
 void PlanLayout::unpack_page(int layer_index, KvSide side, std::span<const uint8_t> packed,
                              std::span<float> values, const PackOptions& options) const {
   const LayerPageGeometry& lg = layer(layer_index);
-  if (lg.pair.is_slot()) {
-    fail(ErrorCode::kUnimplemented,
-         "layer {}: slot formats are opaque bytes, kvplan cannot unpack them", layer_index);
-  }
-  if (values.size() != page_values(layer_index) || packed.size() != page_bytes(layer_index, side)) {
-    fail(ErrorCode::kInvalidArgument,
-         "layer {} page: got {} values and {} bytes, expected {} values and {} bytes", layer_index,
-         values.size(), packed.size(), page_values(layer_index), page_bytes(layer_index, side));
-  }
-  const Format f = side == KvSide::kKey ? lg.pair.key : lg.pair.value;
-  PackOptions opt = options;
-  opt.group_size = settings_.group_size;
-  const size_t heads = static_cast<size_t>(lg.n_kv_heads);
   const size_t dim = static_cast<size_t>(lg.head_dim);
-  if (!kivi_key(lg, side)) {
-    unpack_rows(f, packed.data(), block_size_ * heads, dim, values.data(), opt);
-    return;
-  }
+  const size_t stride = static_cast<size_t>(lg.n_kv_heads) * dim;
   const size_t gs = settings_.group_size;
-  const size_t head_bytes = dim * packed_row_bytes(f, gs, gs);
-  const uint8_t* src = packed.data();
-  for (size_t t0 = 0; t0 < block_size_; t0 += gs) {
-    for (size_t h = 0; h < heads; ++h) {
-      unpack_channels(f, {src, head_bytes}, gs, dim, values.data() + (t0 * heads + h) * dim,
-                      heads * dim, opt);
-      src += head_bytes;
-    }
-  }
+  for_each_unit(
+      layer_index, side, values.size(), packed.size(), options,
+      [&](Format f, size_t v, size_t b, size_t n_rows, const PackOptions& opt) {
+        unpack_rows(f, packed.data() + b, n_rows, dim, values.data() + v, opt);
+      },
+      [&](Format f, size_t v, size_t b, size_t n_bytes, const PackOptions& opt) {
+        unpack_channels(f, packed.subspan(b, n_bytes), gs, dim, values.data() + v, stride, opt);
+      });
 }
 
 }  // namespace kvplan

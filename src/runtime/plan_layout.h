@@ -24,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
 #include "formats/pack.h"
 #include "plan/plan.h"
@@ -42,6 +43,7 @@ struct LayerPageGeometry {
   int n_kv_heads = 0;
   int head_dim = 0;
   KvPair pair;
+  KvHeadScales fp8_scales{};  // the plan's per-head FP8 scales (empty sides = 1)
   size_t key_page_bytes = 0;
   size_t value_page_bytes = 0;
   [[nodiscard]] size_t page_bytes() const { return key_page_bytes + value_page_bytes; }
@@ -83,7 +85,8 @@ class PlanLayout {
   [[nodiscard]] size_t page_bytes(int layer, KvSide side) const;
 
   // Packs one page of f32 values [block_size, n_kv_heads, head_dim] into `out`
-  // (page_bytes(layer, side) long). Slot layers are opaque: Error(kUnimplemented).
+  // (page_bytes(layer, side) long); FP8 sides use the plan's per-head scales, not
+  // options.fp8_scale. Slot layers are opaque: Error(kUnimplemented).
   void pack_page(int layer, KvSide side, std::span<const float> values, std::span<uint8_t> out,
                  const PackOptions& options = {}) const;
   void unpack_page(int layer, KvSide side, std::span<const uint8_t> packed, std::span<float> values,
@@ -93,6 +96,13 @@ class PlanLayout {
 
  private:
   [[nodiscard]] bool kivi_key(const LayerPageGeometry& g, KvSide side) const;
+  // Checks a pack/unpack call, then visits the page's units in byte order with their options:
+  // rows(format, value_offset, byte_offset, n_rows, options) for per-token rows (all at once, or
+  // one at a time when the side has per-head FP8 scales), channels(format, value_offset,
+  // byte_offset, n_bytes, options) for each (token group, head) of KIVI keys.
+  template <typename RowsFn, typename ChannelsFn>
+  void for_each_unit(int layer, KvSide side, size_t n_values, size_t n_bytes,
+                     const PackOptions& options, RowsFn&& rows, ChannelsFn&& channels) const;
 
   QuantSettings settings_;
   size_t block_size_ = 0;

@@ -31,7 +31,7 @@ struct StoredObjectHeader {
   uint32_t magic;             // kStoredObjectMagic
   uint16_t header_version;    // kStoredObjectVersion
   uint16_t header_bytes;      // sizeof(StoredObjectHeader)
-  uint64_t plan_fingerprint;  // plan_fingerprint(plan)
+  uint64_t plan_fingerprint;  // plan_fingerprint(plan): formats, geometry and FP8 scales
   uint64_t model_fingerprint;
   uint64_t chunk_key;  // chained hash of the chunk's tokens (chunk_key.h)
   uint32_t chunk_tokens;

@@ -26,7 +26,7 @@ class TuneCommand : public ::testing::Test {
  protected:
   void SetUp() override {
     model_ = models_dir() / "stories260K.gguf";
-    if (!fs::exists(model_)) GTEST_SKIP() << model_ << " absent";
+    KVPLAN_NEED_FILE(model_, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
     dir_ = fs::temp_directory_path() / ("kvplan_tune_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
   }
@@ -168,7 +168,9 @@ TEST_F(TuneCommand, BadBudgetsAndMismatchedProfilesAreRefused) {
   EXPECT_NE(r.err.find("report.jsonl (line 1)"), std::string::npos) << r.err;
   const fs::path smol = smollm2_path();
   ASSERT_EQ(run_kvplan(tune("z.json", "--profile-out " + (dir_ / "p.json").string())).exit_code, 0);
-  if (!fs::exists(smol)) GTEST_SKIP() << smol << " absent: the cross-model check needs SmolLM2";
+  KVPLAN_NEED_FILE(smol,
+                   "the cross-model check needs SmolLM2: "
+                   "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   r = run_kvplan("-q search --profile " + (dir_ / "p.json").string() + " --model " + smol.string() +
                  " --max-bits 8 -o " + (dir_ / "w.json").string());
   EXPECT_EQ(r.exit_code, 2);

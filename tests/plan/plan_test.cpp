@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "plan/plan_fingerprint.h"
 
 namespace kvplan {
 namespace {
@@ -146,6 +147,47 @@ TEST(Plan, OptionalFieldsAreTypeChecked) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(Plan, Fp8ScalesRoundTripAreCheckedAndPinTheFingerprint) {
+  Plan p = small_plan();
+  const uint64_t without_fp8 = plan_fingerprint(p);
+  p.layers[2].pair = KvPair::parse("fp8_e4m3/q4_0");
+  const uint64_t unscaled = plan_fingerprint(p);
+  EXPECT_NE(unscaled, without_fp8);
+  p.layers[2].fp8_scales.key = {0.0125f, 3.5f};
+  const nlohmann::json j = plan_to_json(p);
+  EXPECT_EQ(j["layers"][2]["key_fp8_scales"], nlohmann::json::array({0.0125f, 3.5f}));
+  EXPECT_FALSE(j["layers"][2].contains("value_fp8_scales"));
+  EXPECT_FALSE(j["layers"][1].contains("key_fp8_scales"));
+  const Plan back = plan_from_json(j, "plan.json");
+  EXPECT_EQ(back.layers[2].fp8_scales, p.layers[2].fp8_scales);  // bit-exact through JSON text
+  EXPECT_EQ(plan_from_text(j.dump(), "plan.json").layers[2].fp8_scales, p.layers[2].fp8_scales);
+  // Codes depend on the scales, so stored chunks must not be read under other ones.
+  EXPECT_NE(plan_fingerprint(p), unscaled);
+  Plan other = p;
+  other.layers[2].fp8_scales.key[1] = 3.25f;
+  EXPECT_NE(plan_fingerprint(other), plan_fingerprint(p));
+  EXPECT_EQ(plan_fingerprint(back), plan_fingerprint(p));
+
+  nlohmann::json bad = j;
+  bad["layers"][2]["key_fp8_scales"] = {1.0};
+  EXPECT_NE(expect_error(bad).find("plan.json: layers[2]: key_fp8_scales has 1 entries, expected "
+                                   "one per KV head (2)"),
+            std::string::npos)
+      << expect_error(bad);
+  bad = j;
+  bad["layers"][2]["value_fp8_scales"] = {1.0, 1.0};
+  EXPECT_NE(expect_error(bad).find("value format q4_0, which is not FP8"), std::string::npos)
+      << expect_error(bad);
+  bad = j;
+  bad["layers"][2]["key_fp8_scales"] = {1.0, 0.0};
+  EXPECT_NE(expect_error(bad).find("key_fp8_scales[1] is 0"), std::string::npos)
+      << expect_error(bad);
+  bad = j;
+  bad["layers"][2]["key_fp8_scales"] = "1";
+  EXPECT_NE(expect_error(bad).find("field 'key_fp8_scales': expected an array"), std::string::npos)
+      << expect_error(bad);
 }
 
 }  // namespace

@@ -104,6 +104,29 @@ TEST(ProfileData, IdentityMismatchNamesTheField) {
   b = sample();
   b.candidates[1] = KvPair::parse("KV4");
   EXPECT_EQ(profile_identity_mismatch(a, b).rfind("candidates", 0), 0u);
+  b = sample();
+  b.attention_device = "gpu";
+  EXPECT_EQ(profile_identity_mismatch(a, b), "attention_device: cpu vs gpu");
+}
+
+TEST(ProfileData, AttentionDeviceIsReadFromTheFieldOrAnOlderFilesTimings) {
+  nlohmann::json j = nlohmann::json::parse(profile_text(sample()));
+  EXPECT_FALSE(j.contains("attention_device"));  // absent = cpu
+  Profile gpu = sample();
+  gpu.attention_device = "gpu";
+  EXPECT_EQ(nlohmann::json::parse(profile_text(gpu))["attention_device"], "gpu");
+  j["attention_device"] = "gpu";
+  EXPECT_EQ(profile_from_text(j.dump(), "p.json").attention_device, "gpu");
+  j.erase("attention_device");
+  j["timings"] = {{"attention_device", "gpu"}};
+  EXPECT_EQ(profile_from_text(j.dump(), "p.json").attention_device, "gpu");
+  j["attention_device"] = "tpu";
+  try {
+    (void)profile_from_text(j.dump(), "p.json");
+    ADD_FAILURE() << "accepted attention_device \"tpu\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_device"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ProfileData, FilesAreWrittenAtomicallyAndReadBack) {

@@ -17,6 +17,8 @@
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
 #include "profile/dkl_estimate.h"
+#include "profile/kv_roundtrip.h"
+#include "profile/metrics.h"
 #include "profile/shard_merge.h"
 #include "test_paths.h"
 
@@ -104,10 +106,9 @@ class StoriesProfile : public ::testing::Test {
     delete calibration_;
   }
   void SetUp() override {
-    if (model_ == nullptr) {
-      GTEST_SKIP() << "stories260K.gguf not found in " << test::models_dir()
-                   << " (set KVPLAN_TEST_MODELS)";
-    }
+    KVPLAN_NEED_FILE(test::models_dir() / "stories260K.gguf",
+                     "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+    ASSERT_NE(model_, nullptr);
   }
   static ProfileOptions options() {
     ProfileOptions o;
@@ -282,6 +283,19 @@ TEST_F(StoriesProfile, ThreeShardsMergeToTheUnshardedBytes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("quantization.group_size"), std::string::npos) << e.what();
   }
+  // A shard whose attention metrics ran on a GPU (as read back from its file) does not mix with
+  // CPU shards: its probabilities differ in rounding.
+  EXPECT_EQ(shards[0].attention_device, "cpu");
+  nlohmann::json gpu_shard = nlohmann::json::parse(profile_text(shards[2]));
+  gpu_shard["attention_device"] = "gpu";
+  other = profile_from_text(gpu_shard.dump(), names[2]);
+  try {
+    (void)merge_profiles({shards[0], shards[1], other}, names);
+    ADD_FAILURE() << "merged a GPU shard with CPU shards";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_device: cpu vs gpu"), std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -346,9 +360,7 @@ TEST_F(StoriesProfile, BadOptionsAreRefused) {
 
 TEST(ProfilerSmolLM2, MonotonicAndKeysMoreSensitiveOnSampledLayers) {
   const auto path = test::smollm2_path();
-  if (!std::filesystem::exists(path)) {
-    GTEST_SKIP() << path << " not found (run scripts/fetch-smollm2.sh)";
-  }
+  KVPLAN_NEED_FILE(path, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   const auto m = load(path);
   const CalibrationSet cal = load_calibration(kDefaultSet, *m->tokenizer, m->weights.config,
                                               {.max_tokens = 48, .num_prompts = 4});
@@ -382,7 +394,7 @@ namespace {
 
 TEST(ProfilerForward, RerunFromCapturedLayerReproducesTheLogits) {
   const auto path = test::models_dir() / "stories260K.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  KVPLAN_NEED_FILE(path, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
   const auto m = load(path);
   const std::vector<int32_t> ids = m->tokenizer->encode("Once upon a time there was a cat who", {});
   KvCache cache(m->weights.config, KvCacheOptions::exact_kv());
@@ -398,6 +410,65 @@ TEST(ProfilerForward, RerunFromCapturedLayerReproducesTheLogits) {
                                                         {.logits_from_row = size_t(half)});
     ASSERT_EQ(tail.rows(), T - half);
     EXPECT_EQ((tail - logits.bottomRows(T - half)).cwiseAbs().maxCoeff(), 0.0f) << "layer " << l;
+  }
+}
+
+TEST_F(StoriesProfile, Fp8CellsAreMeasuredWithPerHeadScalesFromTheCalibrationMaxima) {
+  ProfileOptions o = options();
+  o.candidates = {KvPair::parse("fp8_e4m3/f32"), KvPair::parse("f32/fp8_e5m2")};
+  const Profile p = run(o);
+  const ModelConfig& c = model_->weights.config;
+  // Maxima recomputed from plain forward passes over the same prompts (serial GEMMs, as the
+  // profiler runs them, so the captures are bit-identical).
+  const SerialEigenScope serial;
+  std::vector<KvHeadAbsmax> expected(static_cast<size_t>(c.n_layers));
+  std::vector<ForwardCapture> captures;
+  for (const std::vector<int32_t>& prompt : calibration_->prompts) {
+    KvCache cache(c, KvCacheOptions::exact_kv());
+    ForwardCapture cap;
+    (void)model_->model->forward(prompt, cache, &cap);
+    for (size_t l = 0; l < expected.size(); ++l) {
+      const int heads = c.n_kv_heads[l];
+      expected[l].key.resize(static_cast<size_t>(heads), 0.0f);
+      expected[l].value.resize(static_cast<size_t>(heads), 0.0f);
+      for (int h = 0; h < heads; ++h) {
+        for (Eigen::Index t = 0; t < cap.k[l].rows(); ++t) {
+          for (int d = 0; d < c.head_dim; ++d) {
+            const Eigen::Index col = static_cast<Eigen::Index>(h) * c.head_dim + d;
+            float& km = expected[l].key[static_cast<size_t>(h)];
+            float& vm = expected[l].value[static_cast<size_t>(h)];
+            km = std::max(km, std::fabs(cap.k[l](t, col)));
+            vm = std::max(vm, std::fabs(cap.v[l](t, col)));
+          }
+        }
+      }
+    }
+    captures.push_back(std::move(cap));
+  }
+  ASSERT_EQ(p.kv_absmax, expected);
+  EXPECT_EQ(profile_from_text(profile_text(p), "p.json").kv_absmax, expected);
+
+  // e_k of the e4m3 key cell is the one the calibrated scales give, not the scale-1 one.
+  const size_t cand = index_of(p, "fp8_e4m3/f32");
+  for (int l = 0; l < c.n_layers; ++l) {
+    const size_t L = static_cast<size_t>(l);
+    const int heads = c.n_kv_heads[L];
+    const std::vector<float> scales = fp8_head_scales(Format::parse("fp8_e4m3"), expected[L].key);
+    MetricSum calibrated, unscaled;
+    for (const ForwardCapture& cap : captures) {
+      const RowMatrix with = kv_roundtrip(cap.k[L], KvSide::kKey, Format::parse("fp8_e4m3"),
+                                          o.settings, l, heads, c.head_dim, scales);
+      const RowMatrix without = kv_roundtrip(cap.k[L], KvSide::kKey, Format::parse("fp8_e4m3"),
+                                             o.settings, l, heads, c.head_dim);
+      for (int h = 0; h < heads; ++h) {
+        const Eigen::Index col = static_cast<Eigen::Index>(h) * c.head_dim;
+        const RowMatrix exact = cap.k[L].middleCols(col, c.head_dim);
+        calibrated.add(relative_row_error(exact, with.middleCols(col, c.head_dim)));
+        unscaled.add(relative_row_error(exact, without.middleCols(col, c.head_dim)));
+      }
+    }
+    EXPECT_NEAR(p.cell(l, cand)->metrics.e_k, calibrated.mean(), 1e-12 * calibrated.mean());
+    EXPECT_NE(calibrated.mean(), unscaled.mean()) << "layer " << l;
   }
 }
 

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "formats/format_size.h"
+#include "formats/pack.h"
 #include "plan/memory_estimate.h"
 #include "runtime_test_util.h"
 
@@ -114,6 +116,44 @@ TEST(PlanLayout, PackUnpackRoundTripPerTokenAndKivi) {
             f.family() == FormatFamily::kPlain ? 1e-4 : (f.info().bits == 4 ? 0.03 : 0.001);
         EXPECT_LT(err / ref, bound) << f.name() << " layer " << l;
       }
+    }
+  }
+}
+
+TEST(PlanLayout, Fp8PagesUseThePlansPerHeadScales) {
+  std::mt19937_64 rng(9);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  Plan plan = test::mixed_plan(2, 64, 16);
+  plan.layers[0].pair = KvPair::parse("fp8_e4m3/fp8_e5m2");
+  // Head 0 runs far above e4m3's 448, head 1 far below 1: one scale each.
+  plan.layers[0].fp8_scales = {{3000.0f / 448, 0.01f / 448}, {2.0f, 0.01f / 57344}};
+  const PlanLayout layout(plan, {.chunk_tokens = 16});
+  const size_t heads = 2, dim = 64;
+  std::vector<float> v(layout.page_values(0));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = normal(rng) * ((i / dim) % heads == 0 ? 800 : 0.002f);
+  for (const KvSide side : {KvSide::kKey, KvSide::kValue}) {
+    const Format f = side == KvSide::kKey ? plan.layers[0].pair.key : plan.layers[0].pair.value;
+    const KvHeadScales& s = plan.layers[0].fp8_scales;
+    std::vector<uint8_t> bytes(layout.page_bytes(0, side));
+    layout.pack_page(0, side, v, bytes);
+    // Row by row with the head's own scale: [token][head][row].
+    const size_t row_bytes = packed_row_bytes(f, dim, 32);
+    for (size_t r = 0; r < v.size() / dim; ++r) {
+      const size_t h = r % heads;
+      const float scale = side == KvSide::kKey ? s.key_scale(static_cast<int>(h))
+                                               : s.value_scale(static_cast<int>(h));
+      std::vector<uint8_t> row(row_bytes);
+      pack_row(f, {v.data() + r * dim, dim}, row, {.group_size = 32, .fp8_scale = scale});
+      ASSERT_TRUE(std::equal(row.begin(), row.end(), bytes.begin() + r * row_bytes))
+          << f.name() << " row " << r;
+    }
+    std::vector<float> back(v.size());
+    layout.unpack_page(0, side, bytes, back);
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double magnitude = (i / dim) % heads == 0 ? 800 : 0.002;
+      ASSERT_NEAR(back[i], v[i], 0.13 * std::fabs(v[i]) + 1e-3 * magnitude)
+          << f.name() << " value " << i;
     }
   }
 }

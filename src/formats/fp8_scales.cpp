@@ -1,0 +1,55 @@
+#include "formats/fp8_scales.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "formats/pack.h"
+
+namespace kvplan {
+namespace {
+
+void check_side(const std::vector<float>& scales, Format format, int n_kv_heads,
+                const std::string& where, const char* side) {
+  if (scales.empty()) return;
+  if (format.family() != FormatFamily::kFp8) {
+    fail(ErrorCode::kInvalidArgument, "{}: {}_fp8_scales given for {} format {}, which is not FP8",
+         where, side, side, format.name());
+  }
+  if (scales.size() != static_cast<size_t>(n_kv_heads)) {
+    fail(ErrorCode::kInvalidArgument,
+         "{}: {}_fp8_scales has {} entries, expected one per KV head ({})", where, side,
+         scales.size(), n_kv_heads);
+  }
+  for (size_t h = 0; h < scales.size(); ++h) {
+    if (!(scales[h] > 0.0f) || !std::isfinite(scales[h])) {
+      fail(ErrorCode::kInvalidArgument, "{}: {}_fp8_scales[{}] is {}, expected a finite value > 0",
+           where, side, h, scales[h]);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<float> fp8_head_scales(Format format, const std::vector<float>& absmax) {
+  if (format.family() != FormatFamily::kFp8) return {};
+  if (absmax.empty()) {
+    fail(ErrorCode::kInvalidArgument,
+         "format {} needs per-head FP8 scales, but no absmax was calibrated for it", format.name());
+  }
+  std::vector<float> out;
+  out.reserve(absmax.size());
+  for (const float a : absmax) out.push_back(fp8_scale_for_absmax(format, a));
+  return out;
+}
+
+KvHeadScales fp8_scales_for(const KvPair& pair, const KvHeadAbsmax& absmax) {
+  return {fp8_head_scales(pair.key, absmax.key), fp8_head_scales(pair.value, absmax.value)};
+}
+
+void check_fp8_scales(const KvHeadScales& scales, const KvPair& pair, int n_kv_heads,
+                      const std::string& where) {
+  check_side(scales.key, pair.key, n_kv_heads, where, "key");
+  check_side(scales.value, pair.value, n_kv_heads, where, "value");
+}
+
+}  // namespace kvplan

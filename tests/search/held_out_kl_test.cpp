@@ -1,0 +1,72 @@
+// HeldOutKl on stories260K against a KL computed here from two plain forward passes: the cache
+// rules it is given (the profile's chunk_attends_quantized among them) are the ones it measures
+// under.
+#include "search/held_out_kl.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/model_weights.h"
+#include "test_paths.h"
+
+namespace kvplan::search {
+namespace {
+
+std::vector<int32_t> prompt(size_t n, size_t salt) {
+  std::vector<int32_t> t(n);
+  t[0] = 1;  // BOS
+  for (size_t i = 1; i < n; ++i) t[i] = static_cast<int32_t>((i * 37 + salt * 101 + 11) % 500 + 3);
+  return t;
+}
+
+// Mean over the scored rows of KL(exact || quantized), from logits, in f64.
+double mean_kl_of(const Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                  const KvCacheOptions& quantized) {
+  double kl = 0;
+  int64_t scored = 0;
+  for (const auto& t : prompts) {
+    KvCache exact_cache(model.config(), KvCacheOptions::exact_kv());
+    KvCache quantized_cache(model.config(), quantized);
+    const RowMatrix p = model.forward(t, exact_cache), q = model.forward(t, quantized_cache);
+    for (Eigen::Index r = 0; r + 1 < p.rows(); ++r) {
+      const Eigen::RowVectorXd lp = p.row(r).cast<double>(), lq = q.row(r).cast<double>();
+      const double zp = std::log((lp.array() - lp.maxCoeff()).exp().sum()) + lp.maxCoeff();
+      const double zq = std::log((lq.array() - lq.maxCoeff()).exp().sum()) + lq.maxCoeff();
+      for (Eigen::Index v = 0; v < lp.size(); ++v) {
+        kl += std::exp(lp(v) - zp) * ((lp(v) - zp) - (lq(v) - zq));
+      }
+      ++scored;
+    }
+  }
+  return kl / static_cast<double>(scored);
+}
+
+TEST(HeldOutKl, MeasuresUnderTheChunkRuleItIsGiven) {
+  const auto path = test::models_dir() / "stories260K.gguf";
+  KVPLAN_NEED_FILE(path, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  const ModelWeights weights = load_model_weights(path);
+  const Transformer model(weights);
+  const std::vector<std::vector<int32_t>> prompts = {prompt(40, 1), prompt(33, 2)};
+  const int n_layers = weights.config.n_layers;
+  const std::vector<KvPair> pairs(static_cast<size_t>(n_layers), KvPair::parse("KV2"));
+
+  for (const bool attends : {true, false}) {
+    const HeldOutKl kl(model, prompts, {QuantSettings{}, attends});
+    KvCacheOptions kv = KvCacheOptions::per_layer(pairs, QuantSettings{});
+    kv.chunk_attends_quantized = attends;
+    const double expected = mean_kl_of(model, prompts, kv);
+    // HeldOutKl keeps the exact log-probabilities in f32: 1e-7 nats of absolute slack. A prompt
+    // that is one prefill chunk attending over its exact K/V is the exact model (expected = 0).
+    EXPECT_NEAR(kl.measure(pairs).mean_kl, expected, 1e-7 + 1e-5 * expected)
+        << "attends " << attends;
+  }
+  // The two rules give very different errors, so the check above tells them apart.
+  const HeldOutKl quantized_chunk(model, prompts, {QuantSettings{}, true});
+  const HeldOutKl exact_chunk(model, prompts, {QuantSettings{}, false});
+  EXPECT_GT(quantized_chunk.measure(pairs).mean_kl, 0.01);
+  EXPECT_LT(exact_chunk.measure(pairs).mean_kl, 1e-6);
+}
+
+}  // namespace
+}  // namespace kvplan::search
