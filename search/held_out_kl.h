@@ -15,8 +15,8 @@
 
 #include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
+#include "formats/quant_settings.h"
 #include "model/transformer.h"
-#include "plan/quant_settings.h"
 
 namespace kvplan::search {
 

@@ -13,10 +13,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "formats/kv_geometry.h"
 #include "formats/kv_pair.h"
-#include "plan/kv_geometry.h"
+#include "formats/quant_settings.h"
 #include "plan/plan.h"
-#include "plan/quant_settings.h"
 
 namespace kvplan::cli {
 

@@ -20,8 +20,8 @@
 
 #include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
+#include "formats/quant_settings.h"
 #include "model/model_config.h"
-#include "plan/quant_settings.h"
 
 namespace kvplan {
 

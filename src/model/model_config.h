@@ -14,7 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "plan/kv_geometry.h"
+#include "formats/kv_geometry.h"
 
 namespace kvplan {
 

@@ -11,9 +11,9 @@
 #include <span>
 #include <vector>
 
+#include "formats/kv_geometry.h"
 #include "formats/kv_pair.h"
-#include "plan/kv_geometry.h"
-#include "plan/quant_settings.h"
+#include "formats/quant_settings.h"
 
 namespace kvplan {
 

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/fp8_scales.h"
+#include "formats/kv_geometry.h"
 #include "formats/kv_pair.h"
-#include "plan/kv_geometry.h"
-#include "plan/quant_settings.h"
+#include "formats/quant_settings.h"
 
 namespace kvplan {
 

@@ -15,7 +15,7 @@
 
 #include "formats/format.h"
 #include "formats/fp8_scales.h"
-#include "plan/quant_settings.h"
+#include "formats/quant_settings.h"
 #include "profile/metrics.h"
 
 namespace kvplan {

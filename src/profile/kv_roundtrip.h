@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "formats/format.h"
+#include "formats/quant_settings.h"
 #include "model/model_weights.h"
-#include "plan/quant_settings.h"
 
 namespace kvplan {
 

@@ -34,7 +34,7 @@
 
 #include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
-#include "plan/quant_settings.h"
+#include "formats/quant_settings.h"
 
 namespace kvplan {
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "formats/kv_pair.h"
+#include "formats/quant_settings.h"
 #include "model/model_config.h"
-#include "plan/quant_settings.h"
 
 namespace kvplan {
 

@@ -1,4 +1,4 @@
-#include "plan/quant_settings.h"
+#include "formats/quant_settings.h"
 
 #include "core/error.h"
 
