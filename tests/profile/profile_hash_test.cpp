@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "core/file_io.h"
 #include "profile/profile_data.h"
 
 namespace kvplan {
@@ -15,10 +18,21 @@ std::filesystem::path reference(const char* model, const char* file) {
 }
 
 TEST(ProfileHash, MatchesTheHashCommittedPlansRecorded) {
-  // plan-320.json's provenance.profile.hash was written by `kvplan tune` from this profile: the
-  // hash must not change with refactoring, or every committed plan stops matching its profile.
-  const Profile p = read_profile(reference("stories260k", "profile.json"));
-  EXPECT_EQ(profile_hash(p), "65b48487ce4fbcaf");
+  // Each committed plan's provenance.profile.hash was written by `kvplan tune` from the profile
+  // beside it: the hash must not change with refactoring, or every committed plan stops matching
+  // its profile.
+  int plans = 0;
+  for (const char* model : {"stories260k", "smollm2-135m"}) {
+    const std::string hash = profile_hash(read_profile(reference(model, "profile.json")));
+    for (const auto& entry : std::filesystem::directory_iterator(reference(model, ""))) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("plan-", 0) != 0 || entry.path().extension() != ".json") continue;
+      const nlohmann::json plan = nlohmann::json::parse(read_text_file(entry.path()));
+      EXPECT_EQ(plan["provenance"]["profile"]["hash"], hash) << entry.path();
+      ++plans;
+    }
+  }
+  EXPECT_GE(plans, 5);
 }
 
 TEST(ProfileHash, IgnoresTimingsButNotMetrics) {
