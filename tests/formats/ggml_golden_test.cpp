@@ -10,19 +10,12 @@
 
 #include "formats/format_size.h"
 #include "formats/pack.h"
+#include "hex.h"
 
 namespace kvplan {
 namespace {
 
-std::string to_hex(const std::vector<uint8_t>& bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : bytes) {
-    s += kDigits[b >> 4];
-    s += kDigits[b & 15];
-  }
-  return s;
-}
+using test::to_hex;
 
 TEST(GgmlGolden, BlocksAreByteIdenticalToGgml) {
   std::ifstream in(std::string(KVPLAN_SOURCE_DIR) + "/tests/formats/data/ggml_golden.json");

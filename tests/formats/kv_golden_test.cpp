@@ -14,6 +14,7 @@
 
 #include "formats/format_size.h"
 #include "formats/pack.h"
+#include "hex.h"
 #include "kernels/kv_row_format.h"
 
 namespace kvplan {
@@ -21,15 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string to_hex(const std::vector<uint8_t>& bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : bytes) {
-    s += kDigits[b >> 4];
-    s += kDigits[b & 15];
-  }
-  return s;
-}
+using test::to_hex;
 
 uint32_t bits_of(float v) {
   uint32_t u;
