@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "model/eval.h"
+#include "model/next_token_kl.h"
 
 namespace kvplan::search {
 namespace {
@@ -17,12 +17,13 @@ struct PromptScore {
   int64_t agree = 0;
 };
 
-// Log-probabilities of rows [0, T-1): row t predicts token t+1.
-Eigen::MatrixXd next_token_log_probs(const Transformer& model, const std::vector<int32_t>& prompt,
-                                     const KvCacheOptions& kv) {
+// Logits of rows [0, T-1): row t predicts token t+1.
+RowMatrix next_token_logits(const Transformer& model, const std::vector<int32_t>& prompt,
+                            const KvCacheOptions& kv) {
   KvCache cache(model.config(), kv);
-  const RowMatrix logits = model.forward(prompt, cache);
-  return log_softmax_rows(logits).topRows(static_cast<Eigen::Index>(prompt.size() - 1));
+  RowMatrix logits = model.forward(prompt, cache);
+  logits.conservativeResize(logits.rows() - 1, Eigen::NoChange);
+  return logits;
 }
 
 template <typename Fn>
@@ -60,17 +61,15 @@ HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>>
   if (prompts_.empty()) {
     fail(ErrorCode::kInvalidArgument, "held-out validation needs prompts of at least 2 tokens");
   }
-  exact_log_probs_.resize(prompts_.size());
+  exact_.resize(prompts_.size());
   std::vector<double> nll(prompts_.size(), 0.0);
   for_each_prompt(prompts_.size(), [&](size_t i) {
-    // Kept in f32: a long selection text's [tokens, vocab] log-probabilities would take twice
-    // the memory in f64, and KL sums are still accumulated in f64.
-    const Eigen::MatrixXd lp =
-        next_token_log_probs(model_, prompts_[i], KvCacheOptions::exact_kv());
+    exact_[i] =
+        reference_distribution(next_token_logits(model_, prompts_[i], KvCacheOptions::exact_kv()));
     for (size_t t = 0; t + 1 < prompts_[i].size(); ++t) {
-      nll[i] -= lp(static_cast<Eigen::Index>(t), prompts_[i][t + 1]);
+      const auto row = static_cast<Eigen::Index>(t);
+      nll[i] -= log_prob(exact_[i].logits.row(row), exact_[i].rows[t], prompts_[i][t + 1]);
     }
-    exact_log_probs_[i] = lp.cast<float>();
   });
   for (size_t i = 0; i < prompts_.size(); ++i) {
     exact_nll_ += nll[i];
@@ -94,18 +93,15 @@ HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
   }
   std::vector<PromptScore> scores(prompts_.size());
   for_each_prompt(prompts_.size(), [&](size_t i) {
-    const Eigen::MatrixXd q = next_token_log_probs(model_, prompts_[i], kv);
-    const Eigen::MatrixXf& pf = exact_log_probs_[i];
+    const RowMatrix quantized = next_token_logits(model_, prompts_[i], kv);
+    const ReferenceDistribution& exact = exact_[i];
     PromptScore& s = scores[i];
-    for (Eigen::Index t = 0; t < q.rows(); ++t) {
-      // KL(p || q) = sum_v p_v (log p_v - log q_v)
-      const Eigen::RowVectorXd p = pf.row(t).cast<double>();
-      s.kl += (p.array().exp() * (p - q.row(t)).array()).sum();
-      Eigen::Index ap = 0, aq = 0;
-      p.maxCoeff(&ap);
-      q.row(t).maxCoeff(&aq);
-      s.agree += ap == aq;
-      s.nll -= q(t, prompts_[i][static_cast<size_t>(t) + 1]);
+    for (Eigen::Index t = 0; t < quantized.rows(); ++t) {
+      const LogitSummary& p = exact.rows[static_cast<size_t>(t)];
+      const LogitSummary q = summarize_logits(quantized.row(t));
+      s.kl += next_token_kl(exact.logits.row(t), p, quantized.row(t), q);
+      s.agree += p.argmax == q.argmax;
+      s.nll -= log_prob(quantized.row(t), q, prompts_[i][static_cast<size_t>(t) + 1]);
     }
   });
   Result r;

@@ -16,6 +16,7 @@
 #include "formats/fp8_scales.h"
 #include "formats/kv_pair.h"
 #include "formats/quant_settings.h"
+#include "model/next_token_kl.h"
 #include "model/transformer.h"
 
 namespace kvplan::search {
@@ -56,7 +57,7 @@ class HeldOutKl {
   const Transformer& model_;
   std::vector<std::vector<int32_t>> prompts_;
   CacheRules rules_;
-  std::vector<Eigen::MatrixXf> exact_log_probs_;  // per prompt [T - 1, vocab]
+  std::vector<ReferenceDistribution> exact_;  // per prompt: exact-KV logits [T - 1, vocab]
   double exact_nll_ = 0;
   int64_t scored_ = 0;
 };

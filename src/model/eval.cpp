@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/next_token_kl.h"
 
 namespace kvplan {
 namespace {
@@ -14,29 +15,24 @@ struct Accumulator {
   double seconds = 0;
   int64_t tokens = 0;
 
-  // Scores rows [begin, end) of a chunk: row j predicts targets[j + 1].
-  void score(const Eigen::MatrixXd& lq, const Eigen::MatrixXd* le, std::span<const int32_t> targets,
-             Eigen::Index begin, Eigen::Index end) {
-    for (Eigen::Index j = begin; j < end; ++j) {
-      const int32_t next = targets[static_cast<size_t>(j + 1)];
-      const double nll = -lq(j, next);
+  // Scores logits rows [0, rows): row j predicts targets[first_target + j], against the
+  // exact-KV logits when given.
+  void score(const RowMatrix& quantized, const RowMatrix* exact, std::span<const int32_t> targets,
+             size_t first_target) {
+    for (Eigen::Index j = 0; j < quantized.rows(); ++j) {
+      const int32_t next = targets[first_target + static_cast<size_t>(j)];
+      const LogitSummary q = summarize_logits(quantized.row(j));
+      const double nll = -log_prob(quantized.row(j), q, next);
       nll_sum += nll;
       nll_sq_sum += nll * nll;
       ++n;
-      if (le != nullptr) {
-        nll_exact_sum += -(*le)(j, next);
-        double kl = 0;
-        for (Eigen::Index v = 0; v < lq.cols(); ++v) {
-          const double lp = (*le)(j, v);
-          kl += std::exp(lp) * (lp - lq(j, v));
-        }
-        kl = std::max(kl, 0.0);
+      if (exact != nullptr) {
+        const LogitSummary p = summarize_logits(exact->row(j));
+        nll_exact_sum += -log_prob(exact->row(j), p, next);
+        const double kl = next_token_kl(exact->row(j), p, quantized.row(j), q);
         kl_sum += kl;
         kl_max = std::max(kl_max, kl);
-        Eigen::Index aq, ae;
-        lq.row(j).maxCoeff(&aq);
-        le->row(j).maxCoeff(&ae);
-        top1_same += aq == ae;
+        top1_same += p.argmax == q.argmax;
       }
     }
   }
@@ -65,12 +61,12 @@ struct Accumulator {
   }
 };
 
-// Runs one sequence from an empty cache with `kv`, timing it.
+// Runs one sequence from an empty cache with `kv`, timing it; logits of rows [logits_from, T).
 RowMatrix run(const Transformer& model, std::span<const int32_t> tokens, const KvCacheOptions& kv,
-              Accumulator* timing) {
+              Accumulator* timing, size_t logits_from) {
   KvCache cache(model.config(), kv);
   const auto start = std::chrono::steady_clock::now();
-  RowMatrix logits = model.forward(tokens, cache);
+  RowMatrix logits = model.forward(tokens, cache, nullptr, {.logits_from_row = logits_from});
   if (timing != nullptr) {
     timing->seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -80,16 +76,6 @@ RowMatrix run(const Transformer& model, std::span<const int32_t> tokens, const K
 }
 
 }  // namespace
-
-Eigen::MatrixXd log_softmax_rows(const RowMatrix& logits) {
-  Eigen::MatrixXd out = logits.cast<double>();
-  for (Eigen::Index t = 0; t < out.rows(); ++t) {
-    const double max = out.row(t).maxCoeff();
-    const double lse = max + std::log((out.row(t).array() - max).exp().sum());
-    out.row(t).array() -= lse;
-  }
-  return out;
-}
 
 EvalResult evaluate_perplexity(const Transformer& model, std::span<const int32_t> tokens,
                                int32_t bos_id, const EvalOptions& options) {
@@ -108,12 +94,17 @@ EvalResult evaluate_perplexity(const Transformer& model, std::span<const int32_t
     const auto first = tokens.begin() + static_cast<std::ptrdiff_t>(c) * n_ctx;
     std::copy(first, first + n_ctx, chunk.begin());
     chunk[0] = bos_id;
-    const Eigen::MatrixXd lq = log_softmax_rows(run(model, chunk, options.kv, &acc));
-    Eigen::MatrixXd le;
-    if (compare) le = log_softmax_rows(run(model, chunk, KvCacheOptions::exact_kv(), nullptr));
+    // Only rows [n_ctx / 2, n_ctx - 1) are scored; the last row predicts past the chunk.
+    const size_t from = static_cast<size_t>(n_ctx / 2);
+    RowMatrix quantized = run(model, chunk, options.kv, &acc, from);
+    RowMatrix exact;
+    if (compare) exact = run(model, chunk, KvCacheOptions::exact_kv(), nullptr, from);
+    const Eigen::Index rows = quantized.rows() - 1;
+    quantized.conservativeResize(rows, Eigen::NoChange);
+    if (compare) exact.conservativeResize(rows, Eigen::NoChange);
     // Targets are the original tokens (the BOS replaces only the input at position 0).
     std::span<const int32_t> targets(&*first, static_cast<size_t>(n_ctx));
-    acc.score(lq, compare ? &le : nullptr, targets, n_ctx / 2, n_ctx - 1);
+    acc.score(quantized, compare ? &exact : nullptr, targets, from + 1);
     if (options.progress) options.progress(c + 1, n_chunks);
   }
   EvalResult r = acc.result(n_chunks, compare);
@@ -129,10 +120,13 @@ EvalResult evaluate_prompts(const Transformer& model,
   int done = 0;
   for (const std::vector<int32_t>& p : prompts) {
     if (p.size() < 2) continue;  // nothing to predict
-    const Eigen::MatrixXd lq = log_softmax_rows(run(model, p, options.kv, &acc));
-    Eigen::MatrixXd le;
-    if (compare) le = log_softmax_rows(run(model, p, KvCacheOptions::exact_kv(), nullptr));
-    acc.score(lq, compare ? &le : nullptr, p, 0, static_cast<Eigen::Index>(p.size()) - 1);
+    RowMatrix quantized = run(model, p, options.kv, &acc, 0);
+    RowMatrix exact;
+    if (compare) exact = run(model, p, KvCacheOptions::exact_kv(), nullptr, 0);
+    const Eigen::Index rows = quantized.rows() - 1;  // the last row predicts past the prompt
+    quantized.conservativeResize(rows, Eigen::NoChange);
+    if (compare) exact.conservativeResize(rows, Eigen::NoChange);
+    acc.score(quantized, compare ? &exact : nullptr, p, 1);
     if (options.progress) options.progress(++done, static_cast<int>(prompts.size()));
   }
   if (acc.n == 0) {

@@ -54,7 +54,4 @@ EvalResult evaluate_prompts(const Transformer& model,
                             const std::vector<std::vector<int32_t>>& prompts,
                             const EvalOptions& options);
 
-// Per-row log-softmax of logits [T, vocab], in double.
-Eigen::MatrixXd log_softmax_rows(const RowMatrix& logits);
-
 }  // namespace kvplan

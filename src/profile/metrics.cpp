@@ -120,25 +120,6 @@ LayerErrors layer_errors(const RowMatrix& q, const RowMatrix& k, const RowMatrix
   return e;
 }
 
-ReferenceDistribution reference_distribution(RowMatrix logits) {
-  ReferenceDistribution r;
-  r.logits = std::move(logits);
-  const Eigen::Index T = r.logits.rows();
-  r.probs.resize(T, r.logits.cols());
-  r.lse.resize(static_cast<size_t>(T));
-  r.mass.resize(static_cast<size_t>(T));
-  for (Eigen::Index t = 0; t < T; ++t) {
-    const Eigen::ArrayXd z = r.logits.row(t).transpose().cast<double>().array();
-    const double max = z.maxCoeff();
-    const Eigen::ArrayXd e = (z - max).exp();
-    const double sum = e.sum();
-    r.lse[static_cast<size_t>(t)] = max + std::log(sum);
-    r.probs.row(t) = (e / sum).cast<float>().matrix().transpose();
-    r.mass[static_cast<size_t>(t)] = r.probs.row(t).cast<double>().sum();
-  }
-  return r;
-}
-
 MetricSum kl_sum(const ReferenceDistribution& ref, const RowMatrix& logits) {
   if (logits.rows() != ref.logits.rows() || logits.cols() != ref.logits.cols()) {
     fail(ErrorCode::kInternal, "kl_sum: logits [{}, {}] vs reference [{}, {}]", logits.rows(),
@@ -146,15 +127,8 @@ MetricSum kl_sum(const ReferenceDistribution& ref, const RowMatrix& logits) {
   }
   MetricSum s;
   for (Eigen::Index t = 0; t < logits.rows(); ++t) {
-    const Eigen::ArrayXd z = logits.row(t).transpose().cast<double>().array();
-    const double max = z.maxCoeff();
-    const double lse = max + std::log((z - max).exp().sum());
-    const Eigen::ArrayXd zp = ref.logits.row(t).transpose().cast<double>().array();
-    const Eigen::ArrayXd p = ref.probs.row(t).transpose().cast<double>().array();
-    const double dot = (p * (zp - z)).sum();
-    const double kl =
-        dot + (lse - ref.lse[static_cast<size_t>(t)]) * ref.mass[static_cast<size_t>(t)];
-    s.sum += std::max(kl, 0.0);
+    s.sum += next_token_kl(ref.logits.row(t), ref.rows[static_cast<size_t>(t)], logits.row(t),
+                           summarize_logits(logits.row(t)));
     ++s.count;
   }
   return s;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model/model_weights.h"
+#include "model/next_token_kl.h"
 
 namespace kvplan {
 
@@ -75,18 +76,7 @@ LayerErrors layer_errors(const RowMatrix& q, const RowMatrix& k, const RowMatrix
                          const RowMatrix& k_hat, const RowMatrix& v_hat,
                          const AttentionLayerShape& shape);
 
-// The exact model's next-token distributions of one prompt, kept for KL against many re-runs:
-// probabilities (f32) and log-sum-exp (f64) per position.
-struct ReferenceDistribution {
-  RowMatrix logits;          // [T, vocab]
-  RowMatrix probs;           // [T, vocab], softmax(logits) rounded to f32
-  std::vector<double> lse;   // [T], log sum exp(logits[t])
-  std::vector<double> mass;  // [T], sum of probs[t] (1 up to f32 rounding)
-};
-ReferenceDistribution reference_distribution(RowMatrix logits);
-
-// Sum over positions t of KL(p_t || softmax(logits[t])) in nats (clamped at 0); count = T.
-// KL = sum_v p_v (z_v - z'_v) + (lse' - lse) * sum_v p_v, exact for the stored p.
+// Sum over positions t of KL(p_t || softmax(logits[t])) in nats (next_token_kl); count = T.
 MetricSum kl_sum(const ReferenceDistribution& ref, const RowMatrix& logits);
 
 }  // namespace kvplan

@@ -8,8 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include "model/eval.h"
-
 namespace kvplan {
 namespace {
 
@@ -144,10 +142,14 @@ TEST(Metrics, KlMatchesNaiveF64) {
   const RowMatrix q_logits = perturb(rng, ref_logits, 0.2f);
   const ReferenceDistribution ref = reference_distribution(ref_logits);
   const MetricSum s = kl_sum(ref, q_logits);
-  const Eigen::MatrixXd lp = log_softmax_rows(ref_logits), lq = log_softmax_rows(q_logits);
+  const auto log_softmax = [](const RowMatrix& z, int t) {
+    const Eigen::RowVectorXd row = z.row(t).cast<double>();
+    return Eigen::RowVectorXd(row.array() - std::log(row.array().exp().sum()));
+  };
   double naive = 0;
   for (int t = 0; t < 7; ++t) {
-    for (int v = 0; v < 300; ++v) naive += std::exp(lp(t, v)) * (lp(t, v) - lq(t, v));
+    const Eigen::RowVectorXd lp = log_softmax(ref_logits, t), lq = log_softmax(q_logits, t);
+    for (int v = 0; v < 300; ++v) naive += std::exp(lp[v]) * (lp[v] - lq[v]);
   }
   EXPECT_EQ(s.count, 7);
   EXPECT_NEAR(s.sum, naive, 1e-6 * naive);
