@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -29,7 +30,7 @@ namespace {
 struct EvalCommandOptions {
   std::string model, text_path, prompts_path;
   KvFlags kv;
-  int ctx = 256;
+  std::vector<int> contexts{256};
   int threads = 0;
   int max_chunks = 0;
   std::string device = "auto";
@@ -95,6 +96,45 @@ KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config
   return kv;
 }
 
+// The requested context lengths the model and the text can take, in the order given; the others
+// are left out with a log line, and none left is an error.
+std::vector<int> usable_contexts(const std::vector<int>& requested, int64_t model_context,
+                                 size_t n_tokens, const std::string& text_path) {
+  std::vector<int> usable;
+  for (const int ctx : requested) {
+    if (ctx < 4) fail(ErrorCode::kInvalidArgument, "--ctx {}: expected at least 4 tokens", ctx);
+    if (model_context > 0 && ctx > model_context) {
+      spdlog::warn("--ctx {}: left out, longer than the model's context of {} tokens", ctx,
+                   model_context);
+    } else if (static_cast<size_t>(ctx) > n_tokens) {
+      spdlog::warn("--ctx {}: left out, {} has only {} tokens", ctx, text_path, n_tokens);
+    } else {
+      usable.push_back(ctx);
+    }
+  }
+  if (usable.empty()) {
+    fail(ErrorCode::kInvalidArgument,
+         "--ctx: no length fits both the model's context ({} tokens) and {} ({} tokens)",
+         model_context, text_path, n_tokens);
+  }
+  return usable;
+}
+
+void print_context_table(const std::vector<std::pair<int, EvalResult>>& results, bool compared) {
+  std::printf("%7s %7s %8s %9s %9s %10s %8s %7s %9s\n", "ctx", "chunks", "scored", "PPL",
+              "PPL exact", "mean KL", "max KL", "top-1", "tokens/s");
+  for (const auto& [ctx, r] : results) {
+    std::printf("%7d %7d %8lld %9.4f", ctx, r.n_chunks, static_cast<long long>(r.n_scored), r.ppl);
+    if (compared) {
+      std::printf(" %9.4f %10.6f %8.4f %6.2f%%", r.ppl_exact, r.mean_kl, r.max_kl,
+                  100.0 * r.top1_agreement);
+    } else {
+      std::printf(" %9s %10s %8s %7s", "-", "-", "-", "-");
+    }
+    std::printf(" %9.0f\n", r.tokens_per_second);
+  }
+}
+
 void run_eval(const EvalCommandOptions& o) {
   if (o.text_path.empty() == o.prompts_path.empty()) {
     fail(ErrorCode::kInvalidArgument, "give exactly one of --text FILE and --prompts FILE");
@@ -120,7 +160,6 @@ void run_eval(const EvalCommandOptions& o) {
   nlohmann::json kv_json;
   EvalOptions eval;
   eval.kv = kv_options(o, weights.config, kv_json);
-  eval.n_ctx = o.ctx;
   eval.max_chunks = o.max_chunks;
   eval.progress = [](int done, int total) {
     if (done == total || done % 8 == 0) spdlog::info("evaluated {}/{}", done, total);
@@ -134,7 +173,22 @@ void run_eval(const EvalCommandOptions& o) {
                    {"kv_quantization", "cpu"},
                    {"gpu_used", false}};
 
-  EvalResult r;
+  const auto result_json = [&](const EvalResult& r) {
+    nlohmann::json j = {{"ppl", r.ppl},
+                        {"ppl_stderr", r.ppl_stderr},
+                        {"ppl_exact_kv", r.ppl_exact},
+                        {"chunks", r.n_chunks},
+                        {"scored_tokens", r.n_scored},
+                        {"tokens_per_second", r.tokens_per_second}};
+    if (!eval.kv.exact) {
+      j["mean_kl"] = r.mean_kl;
+      j["max_kl"] = r.max_kl;
+      j["top1_agreement"] = r.top1_agreement;
+    }
+    return j;
+  };
+  // One result per context length (--text) or one over the prompts.
+  std::vector<std::pair<int, EvalResult>> results;
   if (!o.text_path.empty()) {
     const std::string text = read_text_file(o.text_path);
     if (text.empty()) fail(ErrorCode::kInvalidArgument, "{}: the text file is empty", o.text_path);
@@ -143,33 +197,39 @@ void run_eval(const EvalCommandOptions& o) {
     if (!bos)
       fail(ErrorCode::kInvalidArgument,
            "{}: the model has no BOS token, which llama-perplexity's protocol needs", o.model);
-    r = evaluate_perplexity(model, tokens, *bos, eval);
+    const std::vector<int> contexts =
+        usable_contexts(o.contexts, weights.config.context_length, tokens.size(), o.text_path);
+    for (const int ctx : contexts) {
+      eval.n_ctx = ctx;
+      results.emplace_back(ctx, evaluate_perplexity(model, tokens, *bos, eval));
+    }
     out["data"] = {{"text", o.text_path},
                    {"tokens", tokens.size()},
                    {"hash", hash_hex(hash64(text))},
-                   {"protocol", fmt::format("llama-perplexity: {} chunks of {} tokens, BOS first, "
-                                            "second half scored",
-                                            r.n_chunks, o.ctx)}};
+                   {"protocol",
+                    "llama-perplexity: chunks of ctx tokens, BOS first, second half "
+                    "scored"}};
+    out["results"] = nlohmann::json::array();
+    for (const auto& [ctx, r] : results) {
+      nlohmann::json j = result_json(r);
+      j["ctx"] = ctx;
+      out["results"].push_back(std::move(j));
+    }
+    if (results.size() == 1) out["result"] = out["results"][0];
   } else {
+    if (o.contexts.size() > 1) {
+      fail(ErrorCode::kInvalidArgument,
+           "--ctx with several lengths needs --text: --prompts scores each prompt whole");
+    }
     std::vector<std::vector<int32_t>> prompts;
     for (const std::string& p : read_prompts(o.prompts_path)) {
       prompts.push_back(tokenizer->encode(p, {.add_bos = true}));
     }
-    r = evaluate_prompts(model, prompts, eval);
+    results.emplace_back(0, evaluate_prompts(model, prompts, eval));
     out["data"] = {{"prompts", o.prompts_path},
                    {"count", prompts.size()},
                    {"protocol", "each prompt from an empty cache, every next token scored"}};
-  }
-  out["result"] = {{"ppl", r.ppl},
-                   {"ppl_stderr", r.ppl_stderr},
-                   {"ppl_exact_kv", r.ppl_exact},
-                   {"chunks", r.n_chunks},
-                   {"scored_tokens", r.n_scored},
-                   {"tokens_per_second", r.tokens_per_second}};
-  if (!eval.kv.exact) {
-    out["result"]["mean_kl"] = r.mean_kl;
-    out["result"]["max_kl"] = r.max_kl;
-    out["result"]["top1_agreement"] = r.top1_agreement;
+    out["result"] = result_json(results.front().second);
   }
   if (o.json) {
     std::printf("%s\n", json_text(out, 2).c_str());
@@ -179,6 +239,12 @@ void run_eval(const EvalCommandOptions& o) {
   std::printf("kv cache     %s, mode %s, group %zu\n", kv_json["kv"].get<std::string>().c_str(),
               kv_json["mode"].get<std::string>().c_str(), kv_json["group_size"].get<size_t>());
   std::printf("data         %s\n", out["data"]["protocol"].get<std::string>().c_str());
+  if (results.size() > 1) {
+    print_context_table(results, !eval.kv.exact);
+    return;
+  }
+  const auto& [ctx, r] = results.front();
+  if (ctx > 0) std::printf("ctx          %d tokens, %d chunks\n", ctx, r.n_chunks);
   std::printf("PPL          %.4f +/- %.4f  (%lld scored tokens)\n", r.ppl, r.ppl_stderr,
               static_cast<long long>(r.n_scored));
   if (!eval.kv.exact) {
@@ -198,13 +264,18 @@ void register_eval_command(CLI::App& app) {
   cmd->footer(
       "Example: kvplan eval --model stories260K.gguf --text tinystories-valid-sample.txt --kv "
       "K8V4\n"
+      "       kvplan eval --model SmolLM2-135M-Instruct.Q4_1.gguf --text long.txt --plan plan.json "
+      "--ctx 256,2048,8192\n"
       "With --text, PPL follows llama-perplexity (-c CTX): chunks of CTX tokens, BOS first, only\n"
       "the second half of each chunk scored, so numbers compare with llama.cpp's.");
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
   cmd->add_option("--text", o->text_path, "Plain text evaluated with llama-perplexity's protocol");
   cmd->add_option("--prompts", o->prompts_path, "One prompt per line (or JSONL with \"text\")");
   add_kv_flags(cmd, o->kv, /*several_pairs=*/false);
-  cmd->add_option("--ctx", o->ctx, "Chunk length in tokens (default 256)");
+  cmd->add_option("--ctx", o->contexts,
+                  "Chunk length in tokens with --text (default 256); several, e.g. 256,2048,8192, "
+                  "give one result per length (lengths above the model's context are left out)")
+      ->delimiter(',');
   cmd->add_option("--chunks", o->max_chunks, "Evaluate at most this many chunks (0 = all)");
   cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)");
   cmd->add_flag("--exact-chunk", o->exact_chunk,
