@@ -54,6 +54,17 @@ void for_each_prompt(size_t n, Fn&& fn) {
 
 }  // namespace
 
+KvCacheOptions HeldOutKl::CacheRules::cache_for(const std::vector<KvPair>& pairs) const {
+  KvCacheOptions kv = KvCacheOptions::per_layer(pairs, settings);
+  kv.chunk_attends_quantized = chunk_attends_quantized;
+  if (!kv_absmax.empty()) {
+    for (size_t l = 0; l < pairs.size(); ++l) {
+      kv.fp8_scales.push_back(fp8_scales_for(pairs[l], kv_absmax.at(l)));
+    }
+  }
+  return kv;
+}
+
 HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
                      const CacheRules& rules)
     : model_(model), prompts_(std::move(prompts)), rules_(rules) {
@@ -84,13 +95,7 @@ int64_t HeldOutKl::n_tokens() const {
 }
 
 HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
-  KvCacheOptions kv = KvCacheOptions::per_layer(pairs, rules_.settings);
-  kv.chunk_attends_quantized = rules_.chunk_attends_quantized;
-  if (!rules_.kv_absmax.empty()) {
-    for (size_t l = 0; l < pairs.size(); ++l) {
-      kv.fp8_scales.push_back(fp8_scales_for(pairs[l], rules_.kv_absmax.at(l)));
-    }
-  }
+  const KvCacheOptions kv = rules_.cache_for(pairs);
   std::vector<PromptScore> scores(prompts_.size());
   for_each_prompt(prompts_.size(), [&](size_t i) {
     const RowMatrix quantized = next_token_logits(model_, prompts_[i], kv);

@@ -41,6 +41,9 @@ class HeldOutKl {
     bool chunk_attends_quantized = true;  // see KvCacheOptions
     // [layer] K/V maxima FP8 layers take their per-head scales from; empty = scale 1.
     std::vector<KvHeadAbsmax> kv_absmax{};
+
+    // The cache options of a configuration with one pair per model layer under these rules.
+    [[nodiscard]] KvCacheOptions cache_for(const std::vector<KvPair>& pairs) const;
   };
 
   // Throws Error(kInvalidArgument) if there are no prompts with at least two tokens.

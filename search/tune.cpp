@@ -253,6 +253,27 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
         {"kl_difference_high", best->diff_high}, {"ratio", q.mean_kl / best->report.mean_kl}};
   }
 
+  if (best != nullptr && report.long_context != nullptr &&
+      !report.long_context->contexts().empty()) {
+    out.long_context = report.long_context->measure(
+        {chosen.assignment.pairs, std::vector<KvPair>(all.size(), best->config.pair)});
+    json rows = json::array();
+    for (const LongContextKl::Row& r : out.long_context) {
+      rows.push_back({{"ctx", r.ctx},
+                      {"chunks", r.chunks},
+                      {"scored", r.scored},
+                      {"plan_mean_kl", r.mean_kl[0]},
+                      {"baseline_mean_kl", r.mean_kl[1]}});
+    }
+    plan.quality["long_context"] = {
+        {"protocol",
+         "the report text's samples joined into one stream, chunks of ctx tokens, BOS first, "
+         "second half scored (llama-perplexity)"},
+        {"stream_tokens", report.long_context->n_tokens()},
+        {"baseline", best->config.pair.name()},
+        {"rows", rows}};
+  }
+
   const double values = kv_values_per_token(profile_geometry(profile));
   plan.baselines = json::array();
   json listed = json::array();

@@ -16,6 +16,7 @@
 #include "profile/profile_data.h"
 #include "search/held_out_kl.h"
 #include "search/layer_groups.h"
+#include "search/long_context_kl.h"
 #include "search/profile_space.h"
 #include "search/validation_loop.h"
 
@@ -47,6 +48,8 @@ struct TuneOptions {
 // A text set the tuning measures on, with its exact-KV reference computed once.
 struct TextSet {
   const HeldOutKl* kl = nullptr;
+  // The report text only: the plan and the best uniform baseline at long contexts (none: off).
+  const LongContextKl* long_context = nullptr;
   std::string source;  // file name only: the plan must not depend on where the checkout is
   uint64_t hash = 0;
 };
@@ -74,6 +77,8 @@ struct TuneOutput {
   std::vector<BaselineResult> baselines;  // every uniform configuration, by predicted error
   double rank_correlation = 0;            // Spearman, predicted vs measured (selection)
   double nsga_exact_coverage = 0;         // fraction of the exact front an unseeded NSGA-II finds
+  // The plan (mean_kl[0]) and the best measured uniform baseline (mean_kl[1]) at long contexts.
+  std::vector<LongContextKl::Row> long_context;
 };
 
 // Throws Error(kInvalidArgument) with the smallest feasible bytes per token when the budget is

@@ -137,6 +137,20 @@ std::string validation_table(const ReportData& d) {
   return out + "</table>\n";
 }
 
+std::string long_context_table(const ReportData& d) {
+  std::string out =
+      "<table>\n<tr><th>ctx</th><th>chunks</th><th>scored positions</th><th>plan mean KL</th>"
+      "<th>baseline mean KL</th><th>plan / baseline</th></tr>\n";
+  for (const LongContextPoint& p : d.long_context) {
+    out +=
+        fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                    format_count(p.ctx), p.chunks, format_count(p.scored),
+                    format_significant(p.plan_mean_kl), format_significant(p.baseline_mean_kl),
+                    format_significant(p.plan_mean_kl / p.baseline_mean_kl, 3));
+  }
+  return out + "</table>\n";
+}
+
 std::string memory_table(const ReportData& d) {
   std::string out =
       "<table>\n<tr><th class=\"l\">KV</th><th>equivalent bits</th><th>B/token</th>"
@@ -217,6 +231,13 @@ std::string html_report(const ReportData& d) {
   if (!d.validations.empty()) {
     h += "<p>Plans the search validated on the real model, by round:</p>\n";
     h += validation_table(d);
+  }
+  if (!d.long_context.empty()) {
+    h += fmt::format(
+        "<p>Long context: the report text's samples joined into one stream, chunks of ctx tokens "
+        "(BOS first, second half scored), the plan against {}:</p>\n",
+        esc(d.long_context_baseline));
+    h += long_context_table(d);
   }
 
   h += "<h2 id=\"provenance\">Provenance</h2>\n";

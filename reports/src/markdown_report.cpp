@@ -158,6 +158,19 @@ std::string markdown_report(const ReportData& d) {
                 format_significant(v.predicted_error), format_significant(v.mean_kl)});
     }
   }
+  if (!d.long_context.empty()) {
+    m += fmt::format(
+        "\nLong context: the report text's samples joined into one stream, chunks of ctx tokens "
+        "(BOS first, second half scored), the plan against {}:\n\n",
+        d.long_context_baseline);
+    m += header({"ctx", "chunks", "scored positions", "plan mean KL", "baseline mean KL",
+                 "plan / baseline"});
+    for (const LongContextPoint& p : d.long_context) {
+      m += row({format_count(p.ctx), std::to_string(p.chunks), format_count(p.scored),
+                format_significant(p.plan_mean_kl), format_significant(p.baseline_mean_kl),
+                format_significant(p.plan_mean_kl / p.baseline_mean_kl, 3)});
+    }
+  }
   m += "\n## Provenance\n\n" + facts(d.provenance);
   return m;
 }

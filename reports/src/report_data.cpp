@@ -290,6 +290,17 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
       add_fact(vf, "rank correlation, predicted vs measured", format_significant(*c, 3));
     }
   }
+  if (const auto lc = q.optional_object("long_context")) {
+    d.long_context_baseline = lc->string("baseline");
+    const JsonFields rows = lc->array("rows");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const JsonFields r = rows.element(i);
+      d.long_context.push_back({static_cast<int>(r.number("ctx")),
+                                static_cast<int>(r.number("chunks")),
+                                static_cast<int64_t>(r.number("scored")), r.number("plan_mean_kl"),
+                                r.number("baseline_mean_kl")});
+    }
+  }
   if (const auto b = q.optional_object("best_uniform")) {
     add_fact(vf, "best uniform configuration within the budget",
              fmt::format("{}: mean KL {}; plan / best = {}", b->optional_string("kv").value_or(""),

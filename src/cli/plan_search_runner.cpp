@@ -110,6 +110,17 @@ void print_result(const search::TuneOutput& out, const search::TuneOptions& opti
                 bu["kv"].get<std::string>().c_str(), bu["mean_kl"].get<double>(),
                 bu["ratio"].get<double>());
   }
+  if (!out.long_context.empty()) {
+    std::printf("\nlong context (report text as one stream, %s as baseline):\n",
+                q["best_uniform"]["kv"].get<std::string>().c_str());
+    std::printf("%7s %7s %8s %12s %12s %8s\n", "ctx", "chunks", "scored", "plan KL", "baseline KL",
+                "ratio");
+    for (const search::LongContextKl::Row& r : out.long_context) {
+      std::printf("%7d %7d %8lld %12.6f %12.6f %8.3f\n", r.ctx, r.chunks,
+                  static_cast<long long>(r.scored), r.mean_kl[0], r.mean_kl[1],
+                  r.mean_kl[0] / r.mean_kl[1]);
+    }
+  }
   if (listed > 0) {
     std::printf(
         "%d more uniform configurations fit the budget; predicted worse, not measured on "
@@ -142,8 +153,15 @@ PlanTexts load_plan_texts(const SearchFlags& flags, const Tokenizer& tokenizer,
           "overlap");
     }
   }
+  std::string joined;
+  for (const CalibrationItem& item : report.items) {
+    if (!joined.empty()) joined += "\n\n";
+    joined += item.text;
+    for (const ChatMessage& m : item.messages) joined += m.content + "\n";
+  }
   return {tokenize_calibration(selection.items, selection.file, tokenizer, config, windows),
-          tokenize_calibration(report.items, report.file, tokenizer, config, windows)};
+          tokenize_calibration(report.items, report.file, tokenizer, config, windows),
+          tokenizer.encode(joined, {.add_bos = true}), tokenizer.bos_id()};
 }
 
 void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
@@ -166,9 +184,21 @@ void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
                                             profile.kv_absmax};
   const search::HeldOutKl selection(model, selection_set.prompts, rules);
   const search::HeldOutKl report(model, report_set.prompts, rules);
-  const search::TuneOutput out =
-      search::tune_plan(profile, {&selection, file_name(selection_file), selection_set.hash},
-                        {&report, file_name(report_file), report_set.hash}, options);
+  std::optional<search::LongContextKl> long_context;
+  if (flags.long_context_tokens > 0 && !flags.long_contexts.empty()) {
+    if (texts.bos_id) {
+      long_context.emplace(
+          model, texts.report_stream, *texts.bos_id, rules,
+          search::LongContextKl::Options{.contexts = flags.long_contexts,
+                                         .tokens_per_context = flags.long_context_tokens});
+    } else {
+      spdlog::warn("long-context KL left out: the model has no BOS token for the chunks");
+    }
+  }
+  const search::TuneOutput out = search::tune_plan(
+      profile, {&selection, nullptr, file_name(selection_file), selection_set.hash},
+      {&report, long_context ? &*long_context : nullptr, file_name(report_file), report_set.hash},
+      options);
   check_plan_matches(out.plan, kv_geometry(weights.config), weights.config.source);
   write_plan(output, out.plan);
   if (json) {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/search_flags.h"
 #include "model/model_weights.h"
@@ -20,6 +22,9 @@ namespace kvplan::cli {
 // sample, or a run of kOverlapBytes bytes that two samples share.
 struct PlanTexts {
   CalibrationSet selection, report;
+  // The report samples joined by blank lines and tokenized once with BOS (long-context KL).
+  std::vector<int32_t> report_stream;
+  std::optional<int32_t> bos_id;
 };
 inline constexpr size_t kOverlapBytes = 64;
 PlanTexts load_plan_texts(const SearchFlags& flags, const Tokenizer& tokenizer,

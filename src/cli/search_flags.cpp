@@ -51,9 +51,17 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
   cmd->add_option("--windows-per-sample", f.windows_per_sample,
                   "Windows of --ctx tokens taken from each selection/report sample (default 1: "
                   "the first; 0: the whole sample)");
+  cmd->add_option("--long-context", f.long_contexts,
+                  "Contexts at which the plan and the best uniform baseline are also measured "
+                  "on the report text read as one stream (default 256,2048,8192; longer than "
+                  "the model's context: left out)")
+      ->delimiter(',');
+  cmd->add_option("--long-context-tokens", f.long_context_tokens,
+                  "Tokens run per long context and configuration (default 8192; 0: no "
+                  "long-context measurement)");
   cmd->add_flag("--allow-overlap", f.allow_overlap,
-                "Accept calibration, selection and report texts that share samples or 13-token "
-                "runs");
+                "Accept calibration, selection and report texts that share samples or runs of "
+                "64 bytes");
 }
 
 std::string selection_path(const SearchFlags& f) {
@@ -135,6 +143,13 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
   if (f.windows_per_sample < 0) {
     fail(ErrorCode::kInvalidArgument, "--windows-per-sample {}: expected >= 0",
          f.windows_per_sample);
+  }
+  if (f.long_context_tokens < 0) {
+    fail(ErrorCode::kInvalidArgument, "--long-context-tokens {}: expected >= 0",
+         f.long_context_tokens);
+  }
+  for (const int ctx : f.long_contexts) {
+    if (ctx < 4) fail(ErrorCode::kInvalidArgument, "--long-context {}: expected >= 4", ctx);
   }
   o.uniform_validations = f.uniform_validations;
   o.report_baselines = f.report_baselines;

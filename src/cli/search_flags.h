@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -30,6 +31,9 @@ struct SearchFlags {
   std::string report;  // measures the chosen plan and baselines; default .../report.jsonl
   int ctx = 1024;      // tokens per window of the selection and report texts
   int windows_per_sample = 1;
+  // The plan and the best uniform baseline at these contexts on the report text joined.
+  std::vector<int> long_contexts = {256, 2048, 8192};
+  int64_t long_context_tokens = 8192;  // per context and configuration; 0 = no long-context KL
   bool allow_overlap = false;
 };
 

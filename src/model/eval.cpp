@@ -79,6 +79,18 @@ RowMatrix run(const Transformer& model, std::span<const int32_t> tokens, const K
 
 EvalResult evaluate_perplexity(const Transformer& model, std::span<const int32_t> tokens,
                                int32_t bos_id, const EvalOptions& options) {
+  const bool compare = options.compare_with_exact && !options.kv.exact;
+  EvalResult r =
+      evaluate_perplexity_configs(model, tokens, bos_id, options, {options.kv}, compare).front();
+  if (!compare && options.kv.exact) r.ppl_exact = r.ppl;
+  return r;
+}
+
+std::vector<EvalResult> evaluate_perplexity_configs(const Transformer& model,
+                                                    std::span<const int32_t> tokens, int32_t bos_id,
+                                                    const EvalOptions& options,
+                                                    const std::vector<KvCacheOptions>& configs,
+                                                    bool compare) {
   const int n_ctx = options.n_ctx;
   if (n_ctx < 4) fail(ErrorCode::kInvalidArgument, "--ctx {}: expected at least 4 tokens", n_ctx);
   int n_chunks = static_cast<int>(tokens.size() / static_cast<size_t>(n_ctx));
@@ -87,29 +99,31 @@ EvalResult evaluate_perplexity(const Transformer& model, std::span<const int32_t
          tokens.size(), n_ctx);
   }
   if (options.max_chunks > 0) n_chunks = std::min(n_chunks, options.max_chunks);
-  const bool compare = options.compare_with_exact && !options.kv.exact;
-  Accumulator acc;
+  std::vector<Accumulator> acc(configs.size());
   std::vector<int32_t> chunk(static_cast<size_t>(n_ctx));
+  // Only rows [n_ctx / 2, n_ctx - 1) are scored; the last row predicts past the chunk.
+  const size_t from = static_cast<size_t>(n_ctx / 2);
   for (int c = 0; c < n_chunks; ++c) {
     const auto first = tokens.begin() + static_cast<std::ptrdiff_t>(c) * n_ctx;
     std::copy(first, first + n_ctx, chunk.begin());
     chunk[0] = bos_id;
-    // Only rows [n_ctx / 2, n_ctx - 1) are scored; the last row predicts past the chunk.
-    const size_t from = static_cast<size_t>(n_ctx / 2);
-    RowMatrix quantized = run(model, chunk, options.kv, &acc, from);
     RowMatrix exact;
-    if (compare) exact = run(model, chunk, KvCacheOptions::exact_kv(), nullptr, from);
-    const Eigen::Index rows = quantized.rows() - 1;
-    quantized.conservativeResize(rows, Eigen::NoChange);
-    if (compare) exact.conservativeResize(rows, Eigen::NoChange);
+    if (compare) {
+      exact = run(model, chunk, KvCacheOptions::exact_kv(), nullptr, from);
+      exact.conservativeResize(exact.rows() - 1, Eigen::NoChange);
+    }
     // Targets are the original tokens (the BOS replaces only the input at position 0).
     std::span<const int32_t> targets(&*first, static_cast<size_t>(n_ctx));
-    acc.score(quantized, compare ? &exact : nullptr, targets, from + 1);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      RowMatrix quantized = run(model, chunk, configs[i], &acc[i], from);
+      quantized.conservativeResize(quantized.rows() - 1, Eigen::NoChange);
+      acc[i].score(quantized, compare ? &exact : nullptr, targets, from + 1);
+    }
     if (options.progress) options.progress(c + 1, n_chunks);
   }
-  EvalResult r = acc.result(n_chunks, compare);
-  if (!compare && options.kv.exact) r.ppl_exact = r.ppl;
-  return r;
+  std::vector<EvalResult> results;
+  for (const Accumulator& a : acc) results.push_back(a.result(n_chunks, compare));
+  return results;
 }
 
 EvalResult evaluate_prompts(const Transformer& model,

@@ -48,6 +48,14 @@ struct EvalResult {
 EvalResult evaluate_perplexity(const Transformer& model, std::span<const int32_t> tokens,
                                int32_t bos_id, const EvalOptions& options);
 
+// Several KV configurations (options.kv is ignored) over the same chunks under the same protocol;
+// the exact-KV run of each chunk is shared when `compare` is set. One result per configuration.
+std::vector<EvalResult> evaluate_perplexity_configs(const Transformer& model,
+                                                    std::span<const int32_t> tokens, int32_t bos_id,
+                                                    const EvalOptions& options,
+                                                    const std::vector<KvCacheOptions>& configs,
+                                                    bool compare);
+
 // Each prompt (already tokenized, BOS included) evaluated independently from an empty cache; every
 // next-token prediction inside the prompt is scored.
 EvalResult evaluate_prompts(const Transformer& model,

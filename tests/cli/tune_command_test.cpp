@@ -69,6 +69,19 @@ TEST_F(TuneCommand, PlanBeatsUniformWithinBudgetAndIsReproducible) {
     EXPECT_NE(d["verdict"], "plan higher") << b["kv"];
   }
   EXPECT_EQ(plan["quality"]["best_uniform"]["mean_kl"].get<double>(), best_uniform);
+  // Long context: the plan and the best uniform pair at 256 and 2,048 tokens (stories260K's
+  // context is 2,048, so 8,192 is left out), about 8,192 tokens run per context.
+  const auto& lc = plan["quality"]["long_context"];
+  EXPECT_EQ(lc["baseline"], plan["quality"]["best_uniform"]["kv"]);
+  ASSERT_EQ(lc["rows"].size(), 2u) << lc.dump();
+  EXPECT_EQ(lc["rows"][0]["ctx"], 256);
+  EXPECT_EQ(lc["rows"][0]["chunks"], 32);
+  EXPECT_EQ(lc["rows"][1]["ctx"], 2048);
+  for (const auto& row : lc["rows"]) {
+    EXPECT_EQ(row["scored"], row["chunks"].get<int>() * (row["ctx"].get<int>() / 2 - 1));
+    EXPECT_GT(row["plan_mean_kl"].get<double>(), 0.0);
+    EXPECT_GT(row["baseline_mean_kl"].get<double>(), 0.0);
+  }
   // The exact front: within the budget, memory up and predicted error down; NSGA-II's beside it.
   double last_memory = -1, last_error = 1e300;
   bool nsga = false;

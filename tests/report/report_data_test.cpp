@@ -4,6 +4,8 @@
 
 #include "core/error.h"
 #include "report/report_fixtures.h"
+#include "reports/src/html_report.h"
+#include "reports/src/markdown_report.h"
 
 namespace kvplan::test {
 namespace {
@@ -87,6 +89,40 @@ TEST(ReportData, RefusesAnIncompleteProfileNamingIt) {
   const std::string e = error_of(profile, plan);
   EXPECT_NE(e.find("p.json"), std::string::npos) << e;
   EXPECT_NE(e.find("merge"), std::string::npos) << e;
+}
+
+TEST(ReportData, LongContextRowsAreReadAndRendered) {
+  const Profile profile = tiny_profile();
+  Plan plan = tiny_plan(profile);
+  EXPECT_TRUE(report::build_report_data({profile, "profile.json"}, {plan, "plan.json"}, {})
+                  .long_context.empty());
+  plan.quality["long_context"] = {{"baseline", "KV8"},
+                                  {"rows",
+                                   {{{"ctx", 256},
+                                     {"chunks", 32},
+                                     {"scored", 4064},
+                                     {"plan_mean_kl", 0.04},
+                                     {"baseline_mean_kl", 0.05}},
+                                    {{"ctx", 2048},
+                                     {"chunks", 4},
+                                     {"scored", 4092},
+                                     {"plan_mean_kl", 0.03},
+                                     {"baseline_mean_kl", 0.06}}}}};
+  const ReportData d =
+      report::build_report_data({profile, "profile.json"}, {plan, "plan.json"}, {});
+  ASSERT_EQ(d.long_context.size(), 2u);
+  EXPECT_EQ(d.long_context_baseline, "KV8");
+  EXPECT_EQ(d.long_context[1].ctx, 2048);
+  EXPECT_EQ(d.long_context[1].scored, 4092);
+  EXPECT_DOUBLE_EQ(d.long_context[1].baseline_mean_kl, 0.06);
+  for (const std::string& page : {report::markdown_report(d), report::html_report(d)}) {
+    EXPECT_NE(page.find("the plan against KV8"), std::string::npos);
+    EXPECT_NE(page.find("2,048"), std::string::npos);
+    EXPECT_NE(page.find("0.500"), std::string::npos) << "0.03 / 0.06";
+  }
+  plan.quality["long_context"]["rows"][0]["plan_mean_kl"] = "small";
+  EXPECT_NE(error_of(profile, plan).find("long_context.rows[0].plan_mean_kl"), std::string::npos)
+      << error_of(profile, plan);
 }
 
 TEST(ReportData, RefusesMistypedRecordedFieldsNamingThem) {
