@@ -4,8 +4,8 @@
   scripts/compare-plans.py COMMITTED.json REGENERATED.json [--kl-tolerance 0.001]
 
 The plans agree when the model, the quantization settings and every layer's key and value formats
-are identical, and every measured mean KL (the plan's and each uniform baseline's) differs by at
-most the relative tolerance (default 0.1 %, plus 1e-9 absolute for values near zero). `created`
+are identical, and every measured mean KL (the plan's, each uniform baseline's and both at each long
+context) differs by at most the relative tolerance (default 0.1 %, plus 1e-9 absolute for values near zero). `created`
 and other run-dependent fields are ignored. Exit 0 when they agree, 1 with one line per
 difference otherwise.
 """
@@ -48,6 +48,16 @@ def main():
     for kv in sorted(set(old_base) & set(new_base)):
         if not close(old_base[kv], new_base[kv], tol):
             problems.append(f"baseline {kv} mean_kl: {old_base[kv]} -> {new_base[kv]}")
+    def long_rows(plan):
+        lc = plan["quality"].get("long_context", {})
+        return {r["ctx"]: (r["plan_mean_kl"], r["baseline_mean_kl"]) for r in lc.get("rows", [])}
+    old_long, new_long = long_rows(old), long_rows(new)
+    if sorted(old_long) != sorted(new_long):
+        problems.append(f"long_context contexts: {sorted(old_long)} -> {sorted(new_long)}")
+    for ctx in sorted(set(old_long) & set(new_long)):
+        for which, o, n in zip(("plan", "baseline"), old_long[ctx], new_long[ctx]):
+            if not close(o, n, tol):
+                problems.append(f"long_context ctx {ctx} {which}_mean_kl: {o} -> {n}")
     for line in problems:
         print(f"{a.regenerated}: {line}")
     if not problems:

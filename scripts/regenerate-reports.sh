@@ -58,11 +58,11 @@ budgets() {  # MODEL: the reference budgets, bytes per token; the first one is t
   esac
 }
 
-# Extra flags of the searches after the first budget: SmolLM2's evaluations take about a minute
-# each, so its other budgets measure fewer plans.
+# Extra flags of the searches after the first budget (none today: every budget runs the
+# defaults `tune` uses).
 search_flags() {  # MODEL
   case "$1" in
-    smollm2-135m) echo "--max-evaluations 6 --report-baselines 3" ;;
+    *) echo "" ;;
   esac
 }
 

@@ -21,12 +21,13 @@ variant same 'p["created"] = "2000-01-01T00:00:00Z"; p["quality"]["mean_kl"] *= 
 variant layer 'p["layers"][1]["key"] = "int2" if p["layers"][1]["key"] != "int2" else "int4"'
 variant kl 'p["quality"]["mean_kl"] *= 1.01'
 variant baseline 'p["baselines"][0]["mean_kl"] *= 1.01'
+variant long 'p["quality"]["long_context"]["rows"][-1]["plan_mean_kl"] *= 1.01'
 
 fail=0
 "${compare}" "${plan}" "${plan}" >/dev/null || { echo "FAIL: a plan differs from itself"; fail=1; }
 "${compare}" "${plan}" "${work}/same.json" >/dev/null ||
   { echo "FAIL: created time and a 0.05 % KL change must be accepted"; fail=1; }
-for v in layer kl baseline; do
+for v in layer kl baseline long; do
   if "${compare}" "${plan}" "${work}/${v}.json"; then
     echo "FAIL: drift '${v}' was not detected"
     fail=1
