@@ -75,16 +75,9 @@ double unseeded_coverage(const SearchSpace& space, const Nsga2Options& options) 
   return static_cast<double>(covered) / static_cast<double>(exact.points.size());
 }
 
-json measured_json(const HeldOutKl::Result& r) {
-  return {{"mean_kl", r.mean_kl}, {"top1_agreement", r.top1_agreement}, {"ppl", r.ppl}};
-}
-
-json text_set_json(const TextSet& set) {
-  return {{"source", set.source},
-          {"hash", hash_hex(set.hash)},
-          {"tokens", set.kl->n_tokens()},
-          {"scored", set.kl->n_scored()},
-          {"samples", set.kl->n_prompts()}};
+MeasuredText measured_text(const TextSet& set) {
+  return {set.source, hash_hex(set.hash), set.kl->n_tokens(), set.kl->n_scored(),
+          static_cast<int64_t>(set.kl->n_prompts())};
 }
 
 }  // namespace
@@ -233,74 +226,66 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   }
   const HeldOutKl::Result& q = out.plan_report;
   const HeldOutKl::Result& qs = on_selection.at(pair_names(chosen.assignment.pairs));
-  plan.quality = {{"metric", "mean KL(exact || quantized) of next-token distributions, nats"},
-                  {"mean_kl", q.mean_kl},
-                  {"top1_agreement", q.top1_agreement},
-                  {"ppl", q.ppl},
-                  {"ppl_exact_kv", q.ppl_exact},
-                  {"predicted_error", chosen.assignment.predicted_error},
-                  {"validated", true},
-                  {"chosen_as", chosen.name.empty() ? "searched plan" : chosen.name},
-                  {"data", text_set_json(report)},
-                  {"selection", text_set_json(selection)},
-                  {"selection_mean_kl", qs.mean_kl},
-                  {"rank_correlation_predicted_measured",
-                   std::isfinite(out.rank_correlation) ? json(out.rank_correlation) : json()}};
+  PlanQuality& quality = plan.results.quality;
+  quality.metric = "mean KL(exact || quantized) of next-token distributions, nats";
+  quality.mean_kl = q.mean_kl;
+  quality.top1_agreement = q.top1_agreement;
+  quality.ppl = q.ppl;
+  quality.ppl_exact_kv = q.ppl_exact;
+  quality.predicted_error = chosen.assignment.predicted_error;
+  quality.validated = true;
+  quality.chosen_as = chosen.name.empty() ? "searched plan" : chosen.name;
+  quality.data = measured_text(report);
+  quality.selection = measured_text(selection);
+  quality.selection_mean_kl = qs.mean_kl;
+  if (std::isfinite(out.rank_correlation)) quality.rank_correlation = out.rank_correlation;
   if (best != nullptr) {
-    plan.quality["best_uniform"] = {
-        {"kv", best->config.pair.name()},        {"mean_kl", best->report.mean_kl},
-        {"kl_difference", best->diff},           {"kl_difference_low", best->diff_low},
-        {"kl_difference_high", best->diff_high}, {"ratio", q.mean_kl / best->report.mean_kl}};
+    quality.best_uniform =
+        BestUniform{best->config.pair.name(), best->report.mean_kl,
+                    KlDifference{best->diff, best->diff_low, best->diff_high, ""},
+                    q.mean_kl / best->report.mean_kl};
   }
 
   if (best != nullptr && report.long_context != nullptr &&
       !report.long_context->contexts().empty()) {
     out.long_context = report.long_context->measure(
         {chosen.assignment.pairs, std::vector<KvPair>(all.size(), best->config.pair)});
-    json rows = json::array();
+    LongContextQuality lc;
+    lc.protocol =
+        "the report text's samples joined into one stream, chunks of ctx tokens, BOS first, "
+        "second half scored (llama-perplexity)";
+    lc.stream_tokens = report.long_context->n_tokens();
+    lc.baseline = best->config.pair.name();
     for (const LongContextKl::Row& r : out.long_context) {
-      rows.push_back({{"ctx", r.ctx},
-                      {"chunks", r.chunks},
-                      {"scored", r.scored},
-                      {"plan_mean_kl", r.mean_kl[0]},
-                      {"baseline_mean_kl", r.mean_kl[1]}});
+      lc.rows.push_back({r.ctx, r.chunks, r.scored, r.mean_kl[0], r.mean_kl[1]});
     }
-    plan.quality["long_context"] = {
-        {"protocol",
-         "the report text's samples joined into one stream, chunks of ctx tokens, BOS first, "
-         "second half scored (llama-perplexity)"},
-        {"stream_tokens", report.long_context->n_tokens()},
-        {"baseline", best->config.pair.name()},
-        {"rows", rows}};
+    quality.long_context = std::move(lc);
   }
 
   const double values = kv_values_per_token(profile_geometry(profile));
-  plan.baselines = json::array();
-  json listed = json::array();
+  std::vector<UniformBaseline> listed;
   for (const BaselineResult& b : out.baselines) {
     if (!b.within_budget) continue;
-    json entry = {{"kv", b.config.pair.name()},
-                  {"key", b.config.pair.key.name()},
-                  {"value", b.config.pair.value.name()},
-                  {"equivalent_bits", b.config.equivalent_bits},
-                  {"effective_bits", 8 * b.config.bytes_per_token / values},
-                  {"bytes_per_token", b.config.bytes_per_token},
-                  {"within_budget", true},
-                  {"predicted_error", b.config.predicted_error}};
+    UniformBaseline entry{.kv = b.config.pair.name(),
+                          .key = b.config.pair.key.name(),
+                          .value = b.config.pair.value.name(),
+                          .equivalent_bits = b.config.equivalent_bits,
+                          .effective_bits = 8 * b.config.bytes_per_token / values,
+                          .bytes_per_token = b.config.bytes_per_token,
+                          .within_budget = true,
+                          .predicted_error = b.config.predicted_error};
     if (!b.measured) {
-      listed.push_back(entry);
+      listed.push_back(std::move(entry));
       continue;
     }
-    entry.update(measured_json(b.report));
-    entry["kl_difference"] = {{"plan_minus_baseline", b.diff},
-                              {"low", b.diff_low},
-                              {"high", b.diff_high},
-                              {"verdict", b.verdict()}};
-    plan.baselines.push_back(entry);
+    entry.mean_kl = b.report.mean_kl;
+    entry.top1_agreement = b.report.top1_agreement;
+    entry.ppl = b.report.ppl;
+    entry.kl_difference = KlDifference{b.diff, b.diff_low, b.diff_high, b.verdict()};
+    plan.results.baselines.push_back(std::move(entry));
   }
 
   // The fronts: exact (additive surrogate) and NSGA-II's (corrected surrogate), last round.
-  plan.pareto_front = json::array();
   const auto front_point = [&](const Assignment& a, const char* source) {
     double bits = 0, bytes = 0;
     for (size_t i = 0; i < space.layers.size(); ++i) {
@@ -311,66 +296,57 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
         }
       }
     }
-    json point = {{"source", source},
-                  {"memory", a.memory},
-                  {"predicted_error", a.predicted_error},
-                  {"equivalent_bits", bits / static_cast<double>(space.layers.size())},
-                  {"bytes_per_token", bytes}};
+    ParetoPoint point{.source = source,
+                      .memory = a.memory,
+                      .predicted_error = a.predicted_error,
+                      .equivalent_bits = bits / static_cast<double>(space.layers.size()),
+                      .bytes_per_token = bytes};
     if (const auto it = on_selection.find(pair_names(a.pairs)); it != on_selection.end()) {
-      point["mean_kl"] = it->second.mean_kl;
-      point["layers"] = pair_names(a.pairs);
+      point.mean_kl = it->second.mean_kl;
+      point.layers = pair_names(a.pairs);
     }
     return point;
   };
   for (const Assignment& a : out.loop.exact.points)
-    plan.pareto_front.push_back(front_point(a, "exact"));
+    plan.results.pareto_front.push_back(front_point(a, "exact"));
   for (const Assignment& a : out.loop.nsga.front)
-    plan.pareto_front.push_back(front_point(a, "nsga2"));
+    plan.results.pareto_front.push_back(front_point(a, "nsga2"));
 
-  json groups = json::array();
-  for (const LayerGroup& g : out.groups) groups.push_back({{"layers", g.layers}});
-  json validations = json::array();
+  SearchProvenance& pv = plan.results.provenance;
+  pv.algorithm =
+      "exact front of the additive surrogate (multiple-choice knapsack DP) + NSGA-II (pagmo2) "
+      "on the corrected surrogate, validated on the selection text";
+  pv.sensitivity = options.metric == SensitivityMetric::kDkl ? "dkl" : "e_o";
+  pv.memory_measure =
+      options.measure == MemoryMeasure::kBits ? "equivalent_bits" : "bytes_per_token";
+  pv.budget = options.budget_description;
+  if (std::isfinite(options.budget)) pv.budget_value = options.budget;
+  pv.seed = options.search.seed;
+  pv.population = options.search.population;
+  pv.generations = options.search.generations;
+  pv.islands = options.search.islands;
+  pv.surrogate_evaluations = out.loop.search_evaluations;
+  pv.real_evaluations = on_selection.size() + on_report.size();
+  pv.selection_evaluations = on_selection.size();
+  pv.report_evaluations = on_report.size();
+  pv.validation_rounds = static_cast<uint64_t>(out.loop.rounds);
+  pv.exact_front_points = out.loop.exact.points.size();
+  pv.exact_front_states = out.loop.exact.states;
+  pv.nsga2_front_points = out.loop.nsga.front.size();
+  pv.unseeded_nsga2_coverage_of_exact_front = out.nsga_exact_coverage;
+  pv.clustering = out.cluster_note.empty() ? "off" : out.cluster_note;
+  pv.dbscan_eps = options.dbscan.eps;
+  pv.dbscan_min_samples = options.dbscan.min_samples;
+  for (const LayerGroup& g : out.groups) pv.groups.push_back(g.layers);
   for (const MeasuredPlan& m : out.loop.measured) {
-    validations.push_back({{"round", m.round},
-                           {"plan", m.name.empty() ? "searched" : m.name},
-                           {"memory", m.assignment.memory},
-                           {"predicted_error", m.assignment.predicted_error},
-                           {"mean_kl", m.measured}});
+    pv.validations.push_back({m.round, m.name.empty() ? "searched" : m.name, m.assignment.memory,
+                              m.assignment.predicted_error, m.measured});
   }
-  plan.provenance = {
-      {"algorithm",
-       "exact front of the additive surrogate (multiple-choice knapsack DP) + NSGA-II (pagmo2) "
-       "on the corrected surrogate, validated on the selection text"},
-      {"sensitivity", options.metric == SensitivityMetric::kDkl ? "dkl" : "e_o"},
-      {"memory_measure",
-       options.measure == MemoryMeasure::kBits ? "equivalent_bits" : "bytes_per_token"},
-      {"budget", options.budget_description},
-      {"budget_value", options.budget},
-      {"seed", options.search.seed},
-      {"population", options.search.population},
-      {"generations", options.search.generations},
-      {"islands", options.search.islands},
-      {"surrogate_evaluations", out.loop.search_evaluations},
-      {"real_evaluations", on_selection.size() + on_report.size()},
-      {"selection_evaluations", on_selection.size()},
-      {"report_evaluations", on_report.size()},
-      {"validation_rounds", out.loop.rounds},
-      {"exact_front_points", out.loop.exact.points.size()},
-      {"exact_front_states", out.loop.exact.states},
-      {"nsga2_front_points", out.loop.nsga.front.size()},
-      {"unseeded_nsga2_coverage_of_exact_front", out.nsga_exact_coverage},
-      {"clustering", out.cluster_note.empty() ? "off" : out.cluster_note},
-      {"dbscan", {{"eps", options.dbscan.eps}, {"min_samples", options.dbscan.min_samples}}},
-      {"groups", groups},
-      {"validations", validations},
-      {"uniform_not_measured_on_report", listed},
-      {"surrogate_weights", out.loop.surrogate.weights},
-      {"surrogate_interaction", out.loop.surrogate.interaction},
-      {"profile",
-       {{"hash", profile_hash(profile)},
-        {"calibration_hash", profile.calibration.hash},
-        {"calibration_tokens", profile.calibration.tokens},
-        {"chunk_attends_quantized", profile.chunk_attends_quantized}}}};
+  pv.uniform_not_measured_on_report = std::move(listed);
+  pv.surrogate_weights = out.loop.surrogate.weights;
+  pv.surrogate_interaction = out.loop.surrogate.interaction;
+  pv.profile = ProfileRecord{profile_hash(profile), profile.calibration.hash,
+                             profile.calibration.tokens, profile.chunk_attends_quantized};
   return out;
 }
 

@@ -141,7 +141,7 @@ std::string long_context_table(const ReportData& d) {
   std::string out =
       "<table>\n<tr><th>ctx</th><th>chunks</th><th>scored positions</th><th>plan mean KL</th>"
       "<th>baseline mean KL</th><th>plan / baseline</th></tr>\n";
-  for (const LongContextPoint& p : d.long_context) {
+  for (const LongContextRow& p : d.long_context) {
     out +=
         fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                     format_count(p.ctx), p.chunks, format_count(p.scored),

@@ -165,7 +165,7 @@ std::string markdown_report(const ReportData& d) {
         d.long_context_baseline);
     m += header({"ctx", "chunks", "scored positions", "plan mean KL", "baseline mean KL",
                  "plan / baseline"});
-    for (const LongContextPoint& p : d.long_context) {
+    for (const LongContextRow& p : d.long_context) {
       m += row({format_count(p.ctx), std::to_string(p.chunks), format_count(p.scored),
                 format_significant(p.plan_mean_kl), format_significant(p.baseline_mean_kl),
                 format_significant(p.plan_mean_kl / p.baseline_mean_kl, 3)});

@@ -61,18 +61,6 @@ std::optional<double> pair_error(const std::vector<search::LayerCandidates>& vie
   return std::nullopt;
 }
 
-std::vector<double> surrogate_weights(const JsonFields& provenance, size_t n) {
-  const auto w = provenance.optional_array("surrogate_weights");
-  if (!w || w->size() == 0) return {};
-  if (w->size() != n) {
-    provenance.invalid("surrogate_weights",
-                       fmt::format("{} weights, expected one per layer ({})", w->size(), n));
-  }
-  std::vector<double> weights;
-  for (size_t i = 0; i < n; ++i) weights.push_back(w->number_at(i));
-  return weights;
-}
-
 bool fits(const KvGeometry& g, const std::vector<KvPair>& pairs, const QuantSettings& s) {
   try {
     (void)kv_bytes_per_token(g, pairs, s);
@@ -146,12 +134,11 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     fail(ErrorCode::kInvalidArgument, "--weights-bytes {} leaves nothing of --gpu-memory {}",
          memory.weights_bytes, memory.gpu_memory_bytes);
   }
-  // The plan's measured sections are free-form JSON written by search/tune.cpp, read with the
-  // plan file and the field's path in every error.
   const std::string& file = named_plan.file_name;
-  const JsonFields provenance(plan.provenance, file, "provenance");
+  const PlanQuality& q = plan.results.quality;
+  const SearchProvenance& provenance = plan.results.provenance;
   // The search's own view of the profile; it refuses an incomplete (shard) profile.
-  const std::string metric = provenance.optional_string("sensitivity").value_or("");
+  const std::string& metric = provenance.sensitivity;
   std::vector<search::LayerCandidates> search_view, dkl_view, e_o_view;
   try {
     dkl_view = search::candidates_from_profile(profile, search::SensitivityMetric::kDkl);
@@ -172,7 +159,7 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   d.e_o = heatmap(profile, false);
 
   const size_t n = plan.layers.size();
-  const std::vector<double> weights = surrogate_weights(provenance, n);
+  const std::vector<double>& weights = provenance.surrogate_weights;
   const KvGeometry& g = plan.model.geometry;
   for (size_t l = 0; l < n; ++l) {
     const PlanLayer& pl = plan.layers[l];
@@ -190,79 +177,74 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     d.layers.push_back(row);
   }
 
-  d.memory_measure = provenance.optional_string("memory_measure").value_or("equivalent_bits");
+  d.memory_measure = provenance.memory_measure;
   if (d.memory_measure.empty()) d.memory_measure = "equivalent_bits";
   const bool by_bits = d.memory_measure != "bytes_per_token";
-  d.budget = provenance.optional_string("budget").value_or("");
+  d.budget = provenance.budget;
 
-  const JsonFields front(plan.pareto_front, file, "pareto_front");
-  for (size_t i = 0; i < front.size(); ++i) {
-    const JsonFields p = front.element(i);
+  for (const ParetoPoint& p : plan.results.pareto_front) {
     FrontPoint f;
-    f.memory = p.number("memory");
-    f.predicted_error = p.number("predicted_error");
-    f.equivalent_bits = p.optional_number("equivalent_bits").value_or(by_bits ? f.memory : 0);
-    f.bytes_per_token = p.optional_number("bytes_per_token").value_or(by_bits ? 0 : f.memory);
-    f.mean_kl = p.optional_number("mean_kl");
-    f.source = p.optional_string("source").value_or("");
+    f.memory = p.memory;
+    f.predicted_error = p.predicted_error;
+    f.equivalent_bits = p.equivalent_bits.value_or(by_bits ? f.memory : 0);
+    f.bytes_per_token = p.bytes_per_token.value_or(by_bits ? 0 : f.memory);
+    f.mean_kl = p.mean_kl;
+    f.source = p.source;
     d.front.push_back(f);
   }
 
-  const JsonFields baselines(plan.baselines, file, "baselines");
-  for (size_t i = 0; i < baselines.size(); ++i) {
-    const JsonFields b = baselines.element(i);
+  for (size_t i = 0; i < plan.results.baselines.size(); ++i) {
+    const UniformBaseline& b = plan.results.baselines[i];
     BaselinePoint p;
-    p.kv = b.optional_string("kv").value_or("");
-    if (p.kv.empty()) b.missing("kv");
+    p.kv = b.kv;
     const KvPair pair = KvPair::parse(p.kv);
-    p.equivalent_bits = b.number("equivalent_bits");
-    p.bytes_per_token = b.number("bytes_per_token");
+    p.equivalent_bits = b.equivalent_bits;
+    p.bytes_per_token = b.bytes_per_token;
     p.memory = by_bits ? p.equivalent_bits : p.bytes_per_token;
-    p.within_budget = b.optional_boolean("within_budget").value_or(false);
-    p.mean_kl = b.number("mean_kl");
-    p.top1_agreement = b.optional_number("top1_agreement").value_or(0);
-    p.ppl = b.optional_number("ppl").value_or(0);
-    if (b.has("kl_difference") && b.at("kl_difference").is_object()) {
-      const JsonFields k = b.object("kl_difference");
-      p.kl_difference = k.number("plan_minus_baseline");
-      p.kl_difference_low = k.number("low");
-      p.kl_difference_high = k.number("high");
-      p.verdict = k.optional_string("verdict").value_or("");
+    p.within_budget = b.within_budget;
+    if (!b.mean_kl) {
+      fail(ErrorCode::kInvalidArgument,
+           "{}: field 'baselines[{}].mean_kl' is missing: a listed baseline is a measured one",
+           file, i);
+    }
+    p.mean_kl = *b.mean_kl;
+    p.top1_agreement = b.top1_agreement.value_or(0);
+    p.ppl = b.ppl.value_or(0);
+    if (b.kl_difference) {
+      p.kl_difference = b.kl_difference->plan_minus_baseline;
+      p.kl_difference_low = b.kl_difference->low;
+      p.kl_difference_high = b.kl_difference->high;
+      p.verdict = b.kl_difference->verdict;
     }
     // The surrogate the search ranked its front with, on the uniform assignment.
-    if (const auto recorded = b.optional_number("predicted_error")) {
-      p.predicted_error = *recorded;
+    if (b.predicted_error) {
+      p.predicted_error = *b.predicted_error;
     } else if (!weights.empty()) {
       std::vector<double> errors;
       for (size_t l = 0; l < search_view.size(); ++l) {
         if (const auto e = pair_error(search_view, l, pair)) errors.push_back(*e);
       }
       if (errors.size() == search_view.size()) {
-        const double gamma = provenance.optional_number("surrogate_interaction").value_or(0.0);
+        const double gamma = provenance.surrogate_interaction.value_or(0.0);
         p.predicted_error = search::predict({weights, gamma}, errors);
       }
     }
     d.baselines.push_back(p);
   }
 
-  if (const auto validations = provenance.optional_array("validations")) {
-    for (size_t i = 0; i < validations->size(); ++i) {
-      const JsonFields v = validations->element(i);
-      d.validations.push_back({static_cast<int>(v.number("round")), v.number("memory"),
-                               v.number("predicted_error"), v.number("mean_kl")});
-    }
+  for (const ValidatedPlan& v : provenance.validations) {
+    d.validations.push_back({v.round, v.memory, v.predicted_error, v.mean_kl});
   }
 
-  const JsonFields q(plan.quality, file, "quality");
-  d.plan_mean_kl = q.optional_number("mean_kl");
-  d.plan_top1 = q.optional_number("top1_agreement");
-  d.plan_ppl = q.optional_number("ppl");
-  d.plan_ppl_exact = q.optional_number("ppl_exact_kv");
-  d.plan_predicted = q.optional_number("predicted_error");
-  d.validated = q.optional_boolean("validated").value_or(false);
+  d.plan_mean_kl = q.mean_kl;
+  d.plan_top1 = q.top1_agreement;
+  d.plan_ppl = q.ppl;
+  d.plan_ppl_exact = q.ppl_exact_kv;
+  d.plan_predicted = q.predicted_error;
+  d.validated = q.validated;
   auto& vf = d.validation_facts;
   add_fact(vf, "validated on the real model", d.validated ? "yes" : "no");
-  add_fact(vf, "metric", q.optional_string("metric").value_or(""));
+  add_fact(vf, "metric", q.metric);
   if (d.plan_mean_kl) add_fact(vf, "mean KL", format_significant(*d.plan_mean_kl));
   if (d.plan_top1) add_fact(vf, "top-1 agreement", format_percent(*d.plan_top1));
   if (d.plan_ppl) add_fact(vf, "perplexity", format_significant(*d.plan_ppl, 6));
@@ -270,42 +252,32 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     add_fact(vf, "perplexity, exact KV", format_significant(*d.plan_ppl_exact, 6));
   }
   if (d.plan_predicted) add_fact(vf, "surrogate prediction", format_significant(*d.plan_predicted));
-  if (const auto data = q.optional_object("data")) {
-    add_fact(vf, "measured on (report text)", data->optional_string("source").value_or(""));
-    add_fact(vf, "report text hash", data->optional_string("hash").value_or(""));
-    if (const auto t = data->optional_number("tokens")) {
-      add_fact(vf, "report text tokens", format_count(static_cast<int64_t>(*t)));
+  if (q.data) {
+    add_fact(vf, "measured on (report text)", q.data->source);
+    add_fact(vf, "report text hash", q.data->hash);
+    add_fact(vf, "report text tokens", format_count(q.data->tokens));
+    add_fact(vf, "scored positions", format_count(q.data->scored));
+  }
+  if (q.selection) {
+    add_fact(vf, "chosen on (selection text)", q.selection->source);
+    add_fact(vf, "chosen as", q.chosen_as);
+    if (q.selection_mean_kl) {
+      add_fact(vf, "mean KL on the selection text", format_significant(*q.selection_mean_kl));
     }
-    if (const auto s = data->optional_number("scored")) {
-      add_fact(vf, "scored positions", format_count(static_cast<int64_t>(*s)));
+    if (q.rank_correlation) {
+      add_fact(vf, "rank correlation, predicted vs measured",
+               format_significant(*q.rank_correlation, 3));
     }
   }
-  if (const auto sel = q.optional_object("selection")) {
-    add_fact(vf, "chosen on (selection text)", sel->optional_string("source").value_or(""));
-    add_fact(vf, "chosen as", q.optional_string("chosen_as").value_or(""));
-    if (const auto k = q.optional_number("selection_mean_kl")) {
-      add_fact(vf, "mean KL on the selection text", format_significant(*k));
-    }
-    if (const auto c = q.optional_number("rank_correlation_predicted_measured")) {
-      add_fact(vf, "rank correlation, predicted vs measured", format_significant(*c, 3));
-    }
+  if (q.long_context) {
+    d.long_context_baseline = q.long_context->baseline;
+    d.long_context = q.long_context->rows;
   }
-  if (const auto lc = q.optional_object("long_context")) {
-    d.long_context_baseline = lc->string("baseline");
-    const JsonFields rows = lc->array("rows");
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const JsonFields r = rows.element(i);
-      d.long_context.push_back({static_cast<int>(r.number("ctx")),
-                                static_cast<int>(r.number("chunks")),
-                                static_cast<int64_t>(r.number("scored")), r.number("plan_mean_kl"),
-                                r.number("baseline_mean_kl")});
-    }
-  }
-  if (const auto b = q.optional_object("best_uniform")) {
+  if (q.best_uniform) {
     add_fact(vf, "best uniform configuration within the budget",
-             fmt::format("{}: mean KL {}; plan / best = {}", b->optional_string("kv").value_or(""),
-                         format_significant(b->number("mean_kl")),
-                         format_significant(b->number("ratio"), 3)));
+             fmt::format("{}: mean KL {}; plan / best = {}", q.best_uniform->kv,
+                         format_significant(q.best_uniform->mean_kl),
+                         format_significant(q.best_uniform->ratio, 3)));
   }
 
   // Memory: the plan, bf16 and every uniform baseline the model can pack, by memory_estimate.
@@ -351,8 +323,10 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
                        plan.quantization.residual_length, plan.quantization.block_size,
                        plan.scale_dtype));
   // Search settings: every scalar the search recorded (lists are shown in their own sections).
-  if (plan.provenance.is_object()) {
-    for (const auto& [key, value] : plan.provenance.items()) {
+  {
+    const json settings = provenance_to_json(provenance);
+    for (const auto& [key, value] : settings.items()) {
+      if (value.is_null()) continue;  // e.g. no budget
       if (value.is_primitive()) add_fact(pv, "search " + key, scalar_text(value));
       if (value.is_object() && key != "profile") {
         std::string joined;
@@ -364,8 +338,8 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
       }
     }
   }
-  if (const auto recorded_profile = provenance.optional_object("profile")) {
-    const std::string recorded = recorded_profile->optional_string("hash").value_or("");
+  if (provenance.profile) {
+    const std::string& recorded = provenance.profile->hash;
     add_fact(pv, "profile hash the plan was searched on", recorded);
     if (!recorded.empty() && recorded != computed_hash) {
       d.warnings.push_back(fmt::format(

@@ -76,13 +76,6 @@ struct ValidationPoint {
   double memory = 0, predicted_error = 0, mean_kl = 0;
 };
 
-// The plan and the best uniform baseline at one context length (the report text as one stream).
-struct LongContextPoint {
-  int ctx = 0, chunks = 0;
-  int64_t scored = 0;
-  double plan_mean_kl = 0, baseline_mean_kl = 0;
-};
-
 struct MemoryRow {
   std::string label;
   bool is_plan = false;
@@ -107,8 +100,8 @@ struct ReportData {
   std::vector<FrontPoint> front;
   std::vector<BaselinePoint> baselines;
   std::vector<ValidationPoint> validations;
-  std::vector<LongContextPoint> long_context;
-  std::string long_context_baseline;  // the uniform pair the long-context rows compare with
+  std::vector<LongContextRow> long_context;  // the plan and the best uniform pair per context
+  std::string long_context_baseline;         // the uniform pair the long-context rows compare with
   std::optional<double> plan_mean_kl, plan_top1, plan_ppl, plan_ppl_exact, plan_predicted;
   bool validated = false;
 

@@ -60,32 +60,31 @@ void print_result(const search::TuneOutput& out, const search::TuneOptions& opti
                   const std::string& report_file) {
   const Plan& plan = out.plan;
   const PlanSummary s = summarize_plan(plan);
-  const nlohmann::json& q = plan.quality;
-  const nlohmann::json& pv = plan.provenance;
+  const PlanQuality& q = plan.results.quality;
+  const SearchProvenance& pv = plan.results.provenance;
   std::printf("plan        %s (budget: %s)\n", output.c_str(),
-              pv.value("budget", options.budget_description).c_str());
+              pv.budget.empty() ? options.budget_description.c_str() : pv.budget.c_str());
   std::printf("layers      ");
   for (const PlanLayer& l : plan.layers) std::printf("%s ", l.pair.name().c_str());
   std::printf(
       "\nmemory      %.0f B/token, %.3f effective bits (%.3f nominal), %.2fx less than bf16\n",
       s.bytes_per_token, s.effective_bits, s.equivalent_bits, s.compression_ratio);
-  std::printf("chosen      %s, mean KL %.6f on %s (selection)\n",
-              q["chosen_as"].get<std::string>().c_str(), q["selection_mean_kl"].get<double>(),
-              selection_file.c_str());
+  std::printf("chosen      %s, mean KL %.6f on %s (selection)\n", q.chosen_as.c_str(),
+              q.selection_mean_kl.value_or(0), selection_file.c_str());
   std::printf("quality     mean KL %.6f, top-1 %.2f %%, PPL %.4f (exact KV %.4f) on %s (report)\n",
-              q["mean_kl"].get<double>(), 100 * q["top1_agreement"].get<double>(),
-              q["ppl"].get<double>(), q["ppl_exact_kv"].get<double>(), report_file.c_str());
+              q.mean_kl.value_or(0), 100 * q.top1_agreement.value_or(0), q.ppl.value_or(0),
+              q.ppl_exact_kv.value_or(0), report_file.c_str());
   std::printf(
       "search      exact front %zu points (%zu states, %.3f s); NSGA-II front %zu points; an "
       "unseeded NSGA-II finds %.1f %% of the exact front within 0.5 %%\n",
-      pv["exact_front_points"].get<size_t>(), pv["exact_front_states"].get<size_t>(),
-      out.loop.exact.seconds, pv["nsga2_front_points"].get<size_t>(),
-      100 * out.nsga_exact_coverage);
+      static_cast<size_t>(pv.exact_front_points.value_or(0)),
+      static_cast<size_t>(pv.exact_front_states.value_or(0)), out.loop.exact.seconds,
+      static_cast<size_t>(pv.nsga2_front_points.value_or(0)), 100 * out.nsga_exact_coverage);
   std::printf(
       "            %d rounds, %zu evaluations on selection, %zu on report; rank "
       "correlation predicted/measured %s\n",
-      out.loop.rounds, pv["selection_evaluations"].get<size_t>(),
-      pv["report_evaluations"].get<size_t>(),
+      out.loop.rounds, static_cast<size_t>(pv.selection_evaluations.value_or(0)),
+      static_cast<size_t>(pv.report_evaluations.value_or(0)),
       std::isfinite(out.rank_correlation) ? fmt::format("{:.2f}", out.rank_correlation).c_str()
                                           : "n/a");
   if (!out.cluster_note.empty()) std::printf("clustering  %s\n", out.cluster_note.c_str());
@@ -104,21 +103,19 @@ void print_result(const search::TuneOutput& out, const search::TuneOptions& opti
                 b.config.bytes_per_token, b.report.mean_kl, 100 * b.report.top1_agreement, b.diff,
                 b.diff_low, b.diff_high, b.verdict());
   }
-  if (q.contains("best_uniform")) {
-    const nlohmann::json& bu = q["best_uniform"];
+  if (q.best_uniform) {
     std::printf("\nbest uniform within the budget: %s, mean KL %.6f; plan / best = %.3f\n",
-                bu["kv"].get<std::string>().c_str(), bu["mean_kl"].get<double>(),
-                bu["ratio"].get<double>());
+                q.best_uniform->kv.c_str(), q.best_uniform->mean_kl, q.best_uniform->ratio);
   }
-  if (!out.long_context.empty()) {
+  if (q.long_context) {
     std::printf("\nlong context (report text as one stream, %s as baseline):\n",
-                q["best_uniform"]["kv"].get<std::string>().c_str());
+                q.long_context->baseline.c_str());
     std::printf("%7s %7s %8s %12s %12s %8s\n", "ctx", "chunks", "scored", "plan KL", "baseline KL",
                 "ratio");
-    for (const search::LongContextKl::Row& r : out.long_context) {
+    for (const LongContextRow& r : q.long_context->rows) {
       std::printf("%7d %7d %8lld %12.6f %12.6f %8.3f\n", r.ctx, r.chunks,
-                  static_cast<long long>(r.scored), r.mean_kl[0], r.mean_kl[1],
-                  r.mean_kl[0] / r.mean_kl[1]);
+                  static_cast<long long>(r.scored), r.plan_mean_kl, r.baseline_mean_kl,
+                  r.plan_mean_kl / r.baseline_mean_kl);
     }
   }
   if (listed > 0) {

@@ -48,10 +48,9 @@ std::optional<double> uniform_bytes(const Plan& plan, const KvPair& pair) {
 // the search had one in bytes (the plan may sit a few bytes under it), else the plan's own bytes.
 double engine_byte_limit(const Plan& plan) {
   double limit = summarize_plan(plan).bytes_per_token;
-  const nlohmann::json& pv = plan.provenance;
-  if (pv.is_object() && pv.value("memory_measure", std::string()) == "bytes_per_token" &&
-      pv.contains("budget_value") && pv["budget_value"].is_number()) {
-    limit = std::max(limit, pv["budget_value"].get<double>());
+  const SearchProvenance& pv = plan.results.provenance;
+  if (pv.memory_measure == "bytes_per_token" && pv.budget_value) {
+    limit = std::max(limit, *pv.budget_value);
   }
   return limit;
 }
@@ -62,25 +61,24 @@ PlanExport export_llamacpp(const Plan& plan) {
   // 1. The best measured baseline that llama.cpp can run within the plan's budget.
   std::optional<KvPair> best;
   double best_kl = 0;
-  for (const auto& b : plan.baselines) {
-    const KvPair pair = KvPair::parse(b.value("kv", std::string()));
-    if (!llamacpp_type(pair.key) || !llamacpp_type(pair.value) || !b.contains("mean_kl")) continue;
+  for (const UniformBaseline& b : plan.results.baselines) {
+    const KvPair pair = KvPair::parse(b.kv);
+    if (!llamacpp_type(pair.key) || !llamacpp_type(pair.value) || !b.mean_kl) continue;
     const auto bytes = uniform_bytes(plan, pair);
     if (!bytes || *bytes > plan_bytes * (1 + 1e-9)) continue;
-    const double kl = b["mean_kl"].get<double>();
+    const double kl = *b.mean_kl;
     if (!best || kl < best_kl) {
       best = pair;
       best_kl = kl;
     }
   }
   if (best) {
-    e.notes.push_back(
-        fmt::format("{} is the best measured llama.cpp pair within the plan's budget of {:.0f} "
-                    "bytes per token (mean KL {:.6f}; the plan measured {})",
-                    best->name(), plan_bytes, best_kl,
-                    plan.quality.contains("mean_kl")
-                        ? fmt::format("{:.6f}", plan.quality["mean_kl"].get<double>())
-                        : "nothing"));
+    e.notes.push_back(fmt::format(
+        "{} is the best measured llama.cpp pair within the plan's budget of {:.0f} "
+        "bytes per token (mean KL {:.6f}; the plan measured {})",
+        best->name(), plan_bytes, best_kl,
+        plan.results.quality.mean_kl ? fmt::format("{:.6f}", *plan.results.quality.mean_kl)
+                                     : "nothing"));
   } else {
     // 2. Unmeasured: the largest llama.cpp pair that fits.
     const char* order[] = {"f16/f16",   "q8_0/q8_0", "q8_0/q5_1",    "q8_0/q5_0",

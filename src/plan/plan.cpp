@@ -175,13 +175,12 @@ Plan plan_from_json(const json& j, const std::string& source) {
     }
     plan.layers.push_back(layer);
   }
-  if (j.contains("quality")) plan.quality = j["quality"];
-  if (j.contains("pareto_front")) plan.pareto_front = j["pareto_front"];
-  if (j.contains("baselines")) plan.baselines = j["baselines"];
-  if (j.contains("provenance")) plan.provenance = j["provenance"];
-  if (!plan.pareto_front.is_array() || !plan.baselines.is_array()) {
-    fail(ErrorCode::kInvalidArgument, "{}: fields 'pareto_front' and 'baselines' must be arrays",
-         source);
+  plan.results = results_from_json(j, source);
+  const size_t weights = plan.results.provenance.surrogate_weights.size();
+  if (weights != 0 && weights != plan.layers.size()) {
+    fail(ErrorCode::kInvalidArgument,
+         "{}: field 'provenance.surrogate_weights': {} weights, expected one per layer ({})",
+         source, weights, plan.layers.size());
   }
   return plan;
 }
@@ -227,27 +226,25 @@ json plan_to_json(const Plan& plan) {
     layers.push_back(std::move(entry));
   }
   const PlanSummary s = summarize_plan(plan);
-  return {{"schema", kPlanSchema},
-          {"tool_version", plan.tool_version},
-          {"created", plan.created},
-          {"model", model},
-          {"quantization",
-           {{"mode", quant_mode_name(plan.quantization.mode)},
-            {"group_size", plan.quantization.group_size},
-            {"residual_length", plan.quantization.residual_length},
-            {"block_size", plan.quantization.block_size},
-            {"scale_dtype", plan.scale_dtype}}},
-          {"layers", layers},
-          {"summary",
-           {{"equivalent_bits", s.equivalent_bits},
-            {"effective_bits", s.effective_bits},
-            {"bytes_per_token", s.bytes_per_token},
-            {"bf16_bytes_per_token", s.bf16_bytes_per_token},
-            {"compression_ratio", s.compression_ratio}}},
-          {"quality", plan.quality},
-          {"pareto_front", plan.pareto_front},
-          {"baselines", plan.baselines},
-          {"provenance", plan.provenance}};
+  json out = {{"schema", kPlanSchema},
+              {"tool_version", plan.tool_version},
+              {"created", plan.created},
+              {"model", model},
+              {"quantization",
+               {{"mode", quant_mode_name(plan.quantization.mode)},
+                {"group_size", plan.quantization.group_size},
+                {"residual_length", plan.quantization.residual_length},
+                {"block_size", plan.quantization.block_size},
+                {"scale_dtype", plan.scale_dtype}}},
+              {"layers", layers},
+              {"summary",
+               {{"equivalent_bits", s.equivalent_bits},
+                {"effective_bits", s.effective_bits},
+                {"bytes_per_token", s.bytes_per_token},
+                {"bf16_bytes_per_token", s.bf16_bytes_per_token},
+                {"compression_ratio", s.compression_ratio}}}};
+  results_to_json(plan.results, out);
+  return out;
 }
 
 void write_plan(const std::filesystem::path& path, const Plan& plan) {

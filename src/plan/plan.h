@@ -20,6 +20,7 @@
 #include "formats/kv_geometry.h"
 #include "formats/kv_pair.h"
 #include "formats/quant_settings.h"
+#include "plan/plan_results.h"
 
 namespace kvplan {
 
@@ -60,12 +61,8 @@ struct Plan {
   QuantSettings quantization;
   std::string scale_dtype = "f16";
   std::vector<PlanLayer> layers;
-  // Measured data travel as JSON: they are produced by the search/validation code and read by
-  // reports; the plan module only checks their shape.
-  nlohmann::json quality = nlohmann::json::object();
-  nlohmann::json pareto_front = nlohmann::json::array();
-  nlohmann::json baselines = nlohmann::json::array();
-  nlohmann::json provenance = nlohmann::json::object();
+  // What the search measured and how it ran (quality, fronts, baselines, provenance).
+  PlanResults results;
 
   [[nodiscard]] std::vector<KvPair> pairs() const;
   // [layer] the layers' FP8 scales, as KvCacheOptions::fp8_scales takes them.

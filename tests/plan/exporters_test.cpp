@@ -117,10 +117,11 @@ TEST(Exporters, KvTunerListsGroupsItCannotTakePerLayer) {
 TEST(Exporters, LlamaCppPicksTheBestMeasuredPairThatFits) {
   Plan p = plan_with({"K8V4", "K8V4", "KV8", "K4V2"});  // mixed int plan
   // Measured baselines: q8_0/q4_0 fits within the plan's bytes and beats q4_0/q4_0.
-  p.baselines = {{{"kv", "q8_0/q8_0"}, {"mean_kl", 0.001}},
-                 {{"kv", "q8_0/q4_0"}, {"mean_kl", 0.010}},
-                 {{"kv", "q4_0/q4_0"}, {"mean_kl", 0.050}},
-                 {{"kv", "KV4"}, {"mean_kl", 0.002}}};  // not a llama.cpp type
+  for (const auto& [kv, kl] :
+       {std::pair{"q8_0/q8_0", 0.001}, std::pair{"q8_0/q4_0", 0.010}, std::pair{"q4_0/q4_0", 0.050},
+        std::pair{"KV4", 0.002}}) {  // KV4: not a llama.cpp type
+    p.results.baselines.push_back({.kv = kv, .mean_kl = kl});
+  }
   const PlanExport e = export_llamacpp(p);
   // Plan: per head (80+80)... q8_0/q8_0 (136+... at head_dim 64: 68+68) exceeds it, q8_0/q4_0 does
   // not.

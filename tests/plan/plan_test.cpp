@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_text.h"
 #include "plan/plan_fingerprint.h"
 
 namespace kvplan {
@@ -188,6 +189,32 @@ TEST(Plan, Fp8ScalesRoundTripAreCheckedAndPinTheFingerprint) {
   bad["layers"][2]["key_fp8_scales"] = "1";
   EXPECT_NE(expect_error(bad).find("field 'key_fp8_scales': expected an array"), std::string::npos)
       << expect_error(bad);
+}
+
+}  // namespace
+}  // namespace kvplan
+
+namespace kvplan {
+namespace {
+
+// Every committed reference plan reads into the typed results and writes back byte for byte:
+// the typed sections carry everything `kvplan search` wrote.
+TEST(Plan, CommittedPlansRoundTripByteForByte) {
+  int plans = 0;
+  for (const auto& model : std::filesystem::directory_iterator(
+           std::filesystem::path(KVPLAN_SOURCE_DIR) / "reports")) {
+    if (!model.is_directory()) continue;
+    for (const auto& file : std::filesystem::directory_iterator(model.path())) {
+      const std::string name = file.path().filename().string();
+      if (!name.starts_with("plan-") || file.path().extension() != ".json") continue;
+      const std::string text = read_text_file(file.path());
+      // EXPECT_TRUE, not EXPECT_EQ: a failure names the file instead of printing two plans.
+      EXPECT_TRUE(json_text(plan_to_json(read_plan(file.path())), 2) + "\n" == text)
+          << file.path() << " changes when read and written back";
+      ++plans;
+    }
+  }
+  EXPECT_GE(plans, 5);
 }
 
 }  // namespace

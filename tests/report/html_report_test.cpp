@@ -58,7 +58,7 @@ TEST(HtmlReport, SelfContainedEscapedAndDeterministic) {
 TEST(HtmlReport, ShowsTheWarningOfAPlanFromAnotherProfile) {
   const Profile profile = tiny_profile();
   Plan plan = tiny_plan(profile);
-  plan.provenance["profile"]["hash"] = "0000000000000000";
+  plan.results.provenance.profile->hash = "0000000000000000";
   const std::string html =
       report::html_report(report::build_report_data({profile, "p.json"}, {plan, "q.json"}, {}));
   EXPECT_NE(html.find("class=\"warning\""), std::string::npos);

@@ -72,6 +72,17 @@ std::string error_of(const Profile& profile, const Plan& plan, report::MemoryOpt
   return "";
 }
 
+// The error plan_from_json gives for plan JSON `j`, "" when it loads.
+std::string plan_error(const nlohmann::json& j) {
+  try {
+    (void)plan_from_json(j, "q.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
 TEST(ReportData, RefusesAPlanForAnotherModel) {
   const Profile profile = tiny_profile();
   Plan plan = tiny_plan(profile);
@@ -96,18 +107,21 @@ TEST(ReportData, LongContextRowsAreReadAndRendered) {
   Plan plan = tiny_plan(profile);
   EXPECT_TRUE(report::build_report_data({profile, "profile.json"}, {plan, "plan.json"}, {})
                   .long_context.empty());
-  plan.quality["long_context"] = {{"baseline", "KV8"},
-                                  {"rows",
-                                   {{{"ctx", 256},
-                                     {"chunks", 32},
-                                     {"scored", 4064},
-                                     {"plan_mean_kl", 0.04},
-                                     {"baseline_mean_kl", 0.05}},
-                                    {{"ctx", 2048},
-                                     {"chunks", 4},
-                                     {"scored", 4092},
-                                     {"plan_mean_kl", 0.03},
-                                     {"baseline_mean_kl", 0.06}}}}};
+  nlohmann::json lc = {{"baseline", "KV8"},
+                       {"rows",
+                        {{{"ctx", 256},
+                          {"chunks", 32},
+                          {"scored", 4064},
+                          {"plan_mean_kl", 0.04},
+                          {"baseline_mean_kl", 0.05}},
+                         {{"ctx", 2048},
+                          {"chunks", 4},
+                          {"scored", 4092},
+                          {"plan_mean_kl", 0.03},
+                          {"baseline_mean_kl", 0.06}}}}};
+  nlohmann::json with_rows = plan_to_json(plan);
+  with_rows["quality"]["long_context"] = lc;
+  plan = plan_from_json(with_rows, "plan.json");
   const ReportData d =
       report::build_report_data({profile, "profile.json"}, {plan, "plan.json"}, {});
   ASSERT_EQ(d.long_context.size(), 2u);
@@ -120,19 +134,28 @@ TEST(ReportData, LongContextRowsAreReadAndRendered) {
     EXPECT_NE(page.find("2,048"), std::string::npos);
     EXPECT_NE(page.find("0.500"), std::string::npos) << "0.03 / 0.06";
   }
-  plan.quality["long_context"]["rows"][0]["plan_mean_kl"] = "small";
-  EXPECT_NE(error_of(profile, plan).find("long_context.rows[0].plan_mean_kl"), std::string::npos)
-      << error_of(profile, plan);
+  nlohmann::json mistyped = plan_to_json(plan);
+  mistyped["quality"]["long_context"]["rows"][0]["plan_mean_kl"] = "small";
+  EXPECT_NE(plan_error(mistyped).find("quality.long_context.rows[0].plan_mean_kl"),
+            std::string::npos);
 }
 
 TEST(ReportData, RefusesMistypedRecordedFieldsNamingThem) {
   const Profile profile = tiny_profile();
   Plan plan = tiny_plan(profile);
-  plan.pareto_front[0]["predicted_error"] = "low";
-  EXPECT_NE(error_of(profile, plan).find("pareto_front[0].predicted_error"), std::string::npos);
-  plan = tiny_plan(profile);
-  plan.provenance["surrogate_weights"] = {1.0};
-  EXPECT_NE(error_of(profile, plan).find("surrogate_weights"), std::string::npos);
+  nlohmann::json j = plan_to_json(plan);
+  j["pareto_front"][0]["predicted_error"] = "low";
+  EXPECT_NE(plan_error(j).find("pareto_front[0].predicted_error"), std::string::npos);
+  j = plan_to_json(plan);
+  j["provenance"]["surrogate_weights"] = {1.0};
+  EXPECT_NE(plan_error(j).find("provenance.surrogate_weights': 1 weights, expected one per layer"),
+            std::string::npos);
+  j = plan_to_json(plan);
+  j["baselines"][1]["kl_difference"] = {{"low", 0.1}};
+  EXPECT_NE(plan_error(j).find("baselines[1].kl_difference.plan_minus_baseline"),
+            std::string::npos);
+  plan.results.baselines[0].mean_kl.reset();
+  EXPECT_NE(error_of(profile, plan).find("baselines[0].mean_kl' is missing"), std::string::npos);
   plan = tiny_plan(profile);
   report::MemoryOptions m;
   m.weights_bytes = m.gpu_memory_bytes;
@@ -142,7 +165,7 @@ TEST(ReportData, RefusesMistypedRecordedFieldsNamingThem) {
 TEST(ReportData, WarnsWhenThePlanWasSearchedOnAnotherProfile) {
   const Profile profile = tiny_profile();
   Plan plan = tiny_plan(profile);
-  plan.provenance["profile"]["hash"] = "0000000000000000";
+  plan.results.provenance.profile->hash = "0000000000000000";
   const ReportData d = report::build_report_data({profile, "p.json"}, {plan, "q.json"}, {});
   ASSERT_EQ(d.warnings.size(), 1u);
   EXPECT_NE(d.warnings[0].find("0000000000000000"), std::string::npos);

@@ -53,7 +53,9 @@ inline Plan tiny_plan(const Profile& profile) {
   plan.model.num_attention_heads = 4;
   plan.model.geometry = KvGeometry::uniform(profile.model.name, 2, 1, 32);
   plan.layers = {{0, 0, KvPair::parse("KV8")}, {1, 1, KvPair::parse("KV4")}};
-  plan.quality = {
+  // The measured sections as a plan file holds them, read the way plan_from_json reads them.
+  nlohmann::json sections;
+  sections["quality"] = {
       {"metric", "mean KL"},
       {"mean_kl", 0.05},
       {"top1_agreement", 0.9},
@@ -62,30 +64,30 @@ inline Plan tiny_plan(const Profile& profile) {
       {"predicted_error", 0.06},
       {"validated", true},
       {"data", {{"source", "held.jsonl"}, {"hash", "abc"}, {"tokens", 80}, {"scored", 70}}}};
-  plan.pareto_front = nlohmann::json::array({{{"memory", 4.0},
-                                              {"predicted_error", 0.5},
-                                              {"equivalent_bits", 4.0},
-                                              {"bytes_per_token", 80.0}},
-                                             {{"memory", 6.0},
-                                              {"predicted_error", 0.06},
-                                              {"equivalent_bits", 6.0},
-                                              {"bytes_per_token", 112.0},
-                                              {"mean_kl", 0.05}}});
-  plan.baselines = nlohmann::json::array({{{"kv", "KV8"},
-                                           {"equivalent_bits", 8.0},
-                                           {"bytes_per_token", 144.0},
-                                           {"within_budget", false},
-                                           {"mean_kl", 0.001},
-                                           {"top1_agreement", 0.99},
-                                           {"ppl", 5.01}},
-                                          {{"kv", "KV4"},
-                                           {"equivalent_bits", 4.0},
-                                           {"bytes_per_token", 80.0},
-                                           {"within_budget", true},
-                                           {"mean_kl", 0.3},
-                                           {"top1_agreement", 0.7},
-                                           {"ppl", 7.0}}});
-  plan.provenance = {
+  sections["pareto_front"] = nlohmann::json::array({{{"memory", 4.0},
+                                                     {"predicted_error", 0.5},
+                                                     {"equivalent_bits", 4.0},
+                                                     {"bytes_per_token", 80.0}},
+                                                    {{"memory", 6.0},
+                                                     {"predicted_error", 0.06},
+                                                     {"equivalent_bits", 6.0},
+                                                     {"bytes_per_token", 112.0},
+                                                     {"mean_kl", 0.05}}});
+  sections["baselines"] = nlohmann::json::array({{{"kv", "KV8"},
+                                                  {"equivalent_bits", 8.0},
+                                                  {"bytes_per_token", 144.0},
+                                                  {"within_budget", false},
+                                                  {"mean_kl", 0.001},
+                                                  {"top1_agreement", 0.99},
+                                                  {"ppl", 5.01}},
+                                                 {{"kv", "KV4"},
+                                                  {"equivalent_bits", 4.0},
+                                                  {"bytes_per_token", 80.0},
+                                                  {"within_budget", true},
+                                                  {"mean_kl", 0.3},
+                                                  {"top1_agreement", 0.7},
+                                                  {"ppl", 7.0}}});
+  sections["provenance"] = {
       {"algorithm", "test"},
       {"sensitivity", "dkl"},
       {"memory_measure", "equivalent_bits"},
@@ -95,6 +97,7 @@ inline Plan tiny_plan(const Profile& profile) {
       {"validations",
        {{{"round", 1}, {"memory", 6.0}, {"predicted_error", 0.06}, {"mean_kl", 0.05}}}},
       {"profile", {{"hash", profile_hash(profile)}}}};
+  plan.results = results_from_json(sections, "plan.json");
   return plan;
 }
 

@@ -42,7 +42,7 @@ TEST(PlanFingerprint, IgnoresMeasurementsButNotFormats) {
   Plan p = test::mixed_plan();
   const uint64_t fp = plan_fingerprint(p);
   p.created = "later";
-  p.quality["kl"] = 0.1;
+  p.results.quality.mean_kl = 0.1;
   EXPECT_EQ(plan_fingerprint(p), fp);
   p.layers[2].pair = KvPair::parse("KV8");
   EXPECT_NE(plan_fingerprint(p), fp);

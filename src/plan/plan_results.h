@@ -1,0 +1,133 @@
+// What a plan records about how it was found and what it measured (plan.json's `quality`,
+// `pareto_front`, `baselines` and `provenance`; docs/plan-schema.md): typed here, written by
+// results_to_json and read back by results_from_json, the one place that knows their JSON shape.
+// Readers refuse a mistyped field naming the file and its JSON path; absent optional fields stay
+// absent, so plans written before a field existed still load.
+//
+//   PlanResults r = results_from_json(plan_json, "plan.json");
+//   if (r.quality.best_uniform) r.quality.best_uniform->ratio;
+//   results_to_json(r, plan_json);   // sets the four sections
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kvplan {
+
+// A text a plan was chosen or measured on.
+struct MeasuredText {
+  std::string source;  // file name
+  std::string hash;
+  int64_t tokens = 0, scored = 0, samples = 0;
+};
+
+// plan - baseline mean KL on the report text with its paired bootstrap 95 % interval.
+struct KlDifference {
+  double plan_minus_baseline = 0, low = 0, high = 0;
+  std::string verdict;  // "plan lower", "plan higher", "no difference"
+};
+
+struct BestUniform {
+  std::string kv;
+  double mean_kl = 0;
+  KlDifference difference;  // verdict unused
+  double ratio = 0;         // plan / best mean KL
+};
+
+// The plan and the best uniform pair at one context (the report text as one stream).
+struct LongContextRow {
+  int ctx = 0, chunks = 0;
+  int64_t scored = 0;
+  double plan_mean_kl = 0, baseline_mean_kl = 0;
+};
+
+struct LongContextQuality {
+  std::string protocol;
+  int64_t stream_tokens = 0;
+  std::string baseline;  // the uniform pair the rows compare with
+  std::vector<LongContextRow> rows{};
+};
+
+struct PlanQuality {
+  std::string metric;
+  std::optional<double> mean_kl{}, top1_agreement{}, ppl{}, ppl_exact_kv{}, predicted_error{};
+  bool validated = false;
+  std::string chosen_as;                    // "searched plan" or "uniform X"
+  std::optional<MeasuredText> data{};       // the report text
+  std::optional<MeasuredText> selection{};  // the selection text
+  std::optional<double> selection_mean_kl{};
+  // Spearman over the validated plans; written with `selection` (null when undefined).
+  std::optional<double> rank_correlation{};
+  std::optional<BestUniform> best_uniform{};
+  std::optional<LongContextQuality> long_context{};
+};
+
+// A uniform K/V configuration next to the plan: measured on the report text when `mean_kl` is set.
+struct UniformBaseline {
+  std::string kv{}, key{}, value{};
+  double equivalent_bits = 0, effective_bits = 0, bytes_per_token = 0;
+  bool within_budget = false;
+  std::optional<double> predicted_error{};
+  std::optional<double> mean_kl{}, top1_agreement{}, ppl{};
+  std::optional<KlDifference> kl_difference{};
+};
+
+// A point of the search's fronts: "exact" (additive surrogate, DP) or "nsga2" (corrected).
+struct ParetoPoint {
+  std::string source;
+  double memory = 0, predicted_error = 0;  // memory in the provenance's memory_measure
+  std::optional<double> equivalent_bits{}, bytes_per_token{};
+  std::optional<double> mean_kl{};    // measured on the selection text, where validated
+  std::vector<std::string> layers{};  // its pairs, where validated
+};
+
+struct ValidatedPlan {
+  int round = 0;
+  std::string plan;  // "searched" or "uniform X"
+  double memory = 0, predicted_error = 0, mean_kl = 0;
+};
+
+struct ProfileRecord {
+  std::string hash, calibration_hash;
+  int64_t calibration_tokens = 0;
+  std::optional<bool> chunk_attends_quantized{};  // absent in plans written before it was
+};
+
+struct SearchProvenance {
+  std::string algorithm, sensitivity, memory_measure, budget, clustering;
+  std::optional<double> budget_value{};  // null: no budget
+  std::optional<uint64_t> seed{}, population{}, generations{}, islands{};
+  std::optional<uint64_t> surrogate_evaluations{}, real_evaluations{}, selection_evaluations{},
+      report_evaluations{}, validation_rounds{}, exact_front_points{}, exact_front_states{},
+      nsga2_front_points{};
+  std::optional<double> unseeded_nsga2_coverage_of_exact_front{};
+  std::optional<double> dbscan_eps{};
+  std::optional<int64_t> dbscan_min_samples{};
+  std::vector<std::vector<int>> groups{};
+  std::vector<ValidatedPlan> validations{};
+  std::vector<UniformBaseline> uniform_not_measured_on_report{};
+  std::vector<double> surrogate_weights{};  // per layer; empty when not recorded
+  std::optional<double> surrogate_interaction{};
+  std::optional<ProfileRecord> profile{};
+};
+
+struct PlanResults {
+  PlanQuality quality;
+  std::vector<ParetoPoint> pareto_front{};
+  std::vector<UniformBaseline> baselines{};
+  SearchProvenance provenance;
+};
+
+// Reads the four sections of plan JSON `j` (each may be absent); Error(kInvalidArgument) naming
+// `source` and the field for a mistyped one.
+PlanResults results_from_json(const nlohmann::json& j, const std::string& source);
+// Writes the four sections into plan JSON object `j`.
+void results_to_json(const PlanResults& r, nlohmann::json& j);
+// The provenance section alone, as results_to_json writes it (the report lists its settings).
+nlohmann::json provenance_to_json(const SearchProvenance& p);
+
+}  // namespace kvplan
