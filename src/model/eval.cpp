@@ -17,8 +17,8 @@ struct Accumulator {
 
   // Scores logits rows [0, rows): row j predicts targets[first_target + j], against the
   // exact-KV logits when given.
-  void score(const RowMatrix& quantized, const RowMatrix* exact, std::span<const int32_t> targets,
-             size_t first_target) {
+  void score(const RowMatrix& quantized, const ReferenceDistribution* exact,
+             std::span<const int32_t> targets, size_t first_target) {
     for (Eigen::Index j = 0; j < quantized.rows(); ++j) {
       const int32_t next = targets[first_target + static_cast<size_t>(j)];
       const LogitSummary q = summarize_logits(quantized.row(j));
@@ -27,9 +27,9 @@ struct Accumulator {
       nll_sq_sum += nll * nll;
       ++n;
       if (exact != nullptr) {
-        const LogitSummary p = summarize_logits(exact->row(j));
-        nll_exact_sum += -log_prob(exact->row(j), p, next);
-        const double kl = next_token_kl(exact->row(j), p, quantized.row(j), q);
+        const LogitSummary& p = exact->rows[static_cast<size_t>(j)];
+        nll_exact_sum += -log_prob(exact->logits.row(j), p, next);
+        const double kl = next_token_kl(exact->logits.row(j), p, quantized.row(j), q);
         kl_sum += kl;
         kl_max = std::max(kl_max, kl);
         top1_same += p.argmax == q.argmax;
@@ -107,10 +107,12 @@ std::vector<EvalResult> evaluate_perplexity_configs(const Transformer& model,
     const auto first = tokens.begin() + static_cast<std::ptrdiff_t>(c) * n_ctx;
     std::copy(first, first + n_ctx, chunk.begin());
     chunk[0] = bos_id;
-    RowMatrix exact;
+    // The exact run and its row summaries are shared by every configuration.
+    ReferenceDistribution exact;
     if (compare) {
-      exact = run(model, chunk, KvCacheOptions::exact_kv(), nullptr, from);
-      exact.conservativeResize(exact.rows() - 1, Eigen::NoChange);
+      RowMatrix logits = run(model, chunk, KvCacheOptions::exact_kv(), nullptr, from);
+      logits.conservativeResize(logits.rows() - 1, Eigen::NoChange);
+      exact = reference_distribution(std::move(logits));
     }
     // Targets are the original tokens (the BOS replaces only the input at position 0).
     std::span<const int32_t> targets(&*first, static_cast<size_t>(n_ctx));
@@ -135,11 +137,14 @@ EvalResult evaluate_prompts(const Transformer& model,
   for (const std::vector<int32_t>& p : prompts) {
     if (p.size() < 2) continue;  // nothing to predict
     RowMatrix quantized = run(model, p, options.kv, &acc, 0);
-    RowMatrix exact;
-    if (compare) exact = run(model, p, KvCacheOptions::exact_kv(), nullptr, 0);
+    ReferenceDistribution exact;
+    if (compare) exact.logits = run(model, p, KvCacheOptions::exact_kv(), nullptr, 0);
     const Eigen::Index rows = quantized.rows() - 1;  // the last row predicts past the prompt
     quantized.conservativeResize(rows, Eigen::NoChange);
-    if (compare) exact.conservativeResize(rows, Eigen::NoChange);
+    if (compare) {
+      exact.logits.conservativeResize(rows, Eigen::NoChange);
+      exact = reference_distribution(std::move(exact.logits));
+    }
     acc.score(quantized, compare ? &exact : nullptr, p, 1);
     if (options.progress) options.progress(++done, static_cast<int>(prompts.size()));
   }
