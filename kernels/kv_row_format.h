@@ -27,11 +27,28 @@ inline constexpr uint16_t kFmtInt8 = 16, kFmtInt4 = 17, kFmtInt2 = 18;
 // The int formats with a fixed group (64 or 128 values) instead of the plan's group_size.
 inline constexpr uint16_t kFmtInt8G64 = 19, kFmtInt8G128 = 20, kFmtInt4G64 = 21, kFmtInt4G128 = 22,
                           kFmtInt2G64 = 23, kFmtInt2G128 = 24;
+// KIVI keys: int8/int4/int2 packed per channel over groups of group_size tokens. Each channel's
+// group is an int row of group_size values, so their row layout is the plain int one.
+inline constexpr uint16_t kFmtInt8Kivi = 25, kFmtInt4Kivi = 26, kFmtInt2Kivi = 27;
+
+// The id whose row layout `id` packs with (a KIVI key format's int format; itself otherwise).
+KVPLAN_HD inline uint16_t row_layout_id(uint16_t id) {
+  switch (id) {
+    case kFmtInt8Kivi:
+      return kFmtInt8;
+    case kFmtInt4Kivi:
+      return kFmtInt4;
+    case kFmtInt2Kivi:
+      return kFmtInt2;
+    default:
+      return id;
+  }
+}
 
 // Bits of a uniform-int format and the group it fixes (0: the caller's group_size); false for
 // other ids.
 KVPLAN_HD inline bool uniform_int_format(uint16_t id, int* bits, int* fixed_group) {
-  switch (id) {
+  switch (row_layout_id(id)) {
     case kFmtInt8:
       *bits = 8;
       *fixed_group = 0;
@@ -111,6 +128,7 @@ KVPLAN_HD inline bool make_row_format(uint16_t id, int row_values, int group_siz
 // src/formats' packed_row_bytes returns its row_bytes (and turns false into an error message).
 KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, RowFormat* out) {
   if (row_values <= 0) return false;
+  id = row_layout_id(id);
   RowFormat f;
   f.id = id;
   f.row_values = row_values;
@@ -190,7 +208,7 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
 // same operation order as src/formats/pack.cpp, so the bytes are identical.
 KVPLAN_HD inline void quantize_unit(uint16_t id, const float* in, int n, uint8_t* out,
                                     float fp8_scale) {
-  switch (id) {
+  switch (row_layout_id(id)) {
     case kFmtF32:
       for (int i = 0; i < n; ++i) store_u32_le(out + 4 * i, f32_bits(in[i]));
       return;
@@ -238,7 +256,7 @@ KVPLAN_HD inline void quantize_unit(uint16_t id, const float* in, int n, uint8_t
 // Unpacks one unit of n values; `fp8_scale` multiplies FP8 values.
 KVPLAN_HD inline void dequantize_unit(uint16_t id, const uint8_t* in, int n, float* out,
                                       float fp8_scale) {
-  switch (id) {
+  switch (row_layout_id(id)) {
     case kFmtF32:
       for (int i = 0; i < n; ++i) out[i] = f32_from_bits(load_u32_le(in + 4 * i));
       return;

@@ -175,6 +175,9 @@ def plan_cases():
     bad = json.loads(json.dumps(plan))
     bad["layers"][0]["group"] = "first"
     yield "layer group is a string", json.dumps(bad)
+    bad = json.loads(json.dumps(plan))
+    bad["layers"][0]["key"], bad["layers"][0]["value"] = "int4", "int4_kivi"
+    yield "a KIVI (per-channel key) format for values", json.dumps(bad)
 
 
 def profile_cases():

@@ -91,7 +91,9 @@ KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config
   described["kv"] = kv.describe();
   described["mode"] = quant_mode_name(settings.mode);
   described["group_size"] = settings.group_size;
-  if (settings.mode == QuantMode::kKivi) described["residual_length"] = settings.residual_length;
+  const bool any_kivi = std::any_of(kv.pairs.begin(), kv.pairs.end(),
+                                    [&](const KvPair& p) { return layer_runs_kivi(p, settings); });
+  if (any_kivi) described["residual_length"] = settings.residual_length;
   described["chunk_attends_quantized"] = kv.chunk_attends_quantized;
   return kv;
 }

@@ -1,4 +1,6 @@
-// kvplan formats: every KV format with its nominal bits, bytes per row and overhead.
+// kvplan formats: every KV format with its nominal bits, bytes per row and overhead. A KIVI key
+// format's row is one token's share of its per-channel groups: head_dim channels x the bytes of
+// group_size tokens / group_size.
 #include <cstdio>
 #include <memory>
 
@@ -33,9 +35,13 @@ void run_formats(const FormatsOptions& o) {
                           {"nominal_bits", info.bits},
                           {"meaning", info.meaning}};
     try {
-      const size_t bytes = packed_row_bytes(f, d, static_cast<size_t>(o.group_size));
+      const size_t g = static_cast<size_t>(o.group_size);
+      const double bytes =
+          info.per_channel_keys
+              ? static_cast<double>(d * packed_row_bytes(f, g, g)) / static_cast<double>(g)
+              : static_cast<double>(packed_row_bytes(f, d, g));
       row["bytes_per_row"] = bytes;
-      row["effective_bits"] = 8.0 * static_cast<double>(bytes) / static_cast<double>(d);
+      row["effective_bits"] = 8.0 * bytes / static_cast<double>(d);
       row["overhead_bits"] = row["effective_bits"].get<double>() - info.bits;
     } catch (const Error& e) {
       row["unsupported"] = e.what();
@@ -58,9 +64,9 @@ void run_formats(const FormatsOptions& o) {
                   "-", "-", "(needs head_dim a multiple of 32)");
       continue;
     }
-    std::printf("%-10s %4d %4d %6d %10zu %9.3f %9.3f  %s\n", r["name"].get<std::string>().c_str(),
+    std::printf("%-10s %4d %4d %6d %10.6g %9.3f %9.3f  %s\n", r["name"].get<std::string>().c_str(),
                 r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(),
-                r["bytes_per_row"].get<size_t>(), r["effective_bits"].get<double>(),
+                r["bytes_per_row"].get<double>(), r["effective_bits"].get<double>(),
                 r["overhead_bits"].get<double>(), r["meaning"].get<std::string>().c_str());
   }
   std::printf("%-10s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",

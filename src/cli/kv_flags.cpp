@@ -61,12 +61,18 @@ ResolvedKv resolve_kv_flags(const KvFlags& flags, const KvGeometry& geometry,
   }
   if (!flags.mode.empty()) out.settings.mode = parse_quant_mode(flags.mode);
   if (flags.group_size > 0) out.settings.group_size = static_cast<size_t>(flags.group_size);
-  if (flags.block_size > 0) out.settings.block_size = static_cast<size_t>(flags.block_size);
+  // Unless given (or a plan's), the page and KIVI's residual window follow --group-size to their
+  // smallest valid values (multiples of it), which any layer running KIVI needs.
+  const size_t group = out.settings.group_size;
+  if (flags.block_size > 0) {
+    out.settings.block_size = static_cast<size_t>(flags.block_size);
+  } else if (!out.plan && out.settings.block_size > 1) {
+    out.settings.round_block_to_group();
+  }
   if (flags.residual_length > 0) {
     out.settings.residual_length = static_cast<size_t>(flags.residual_length);
-  } else if (out.settings.mode == QuantMode::kKivi &&
-             out.settings.residual_length % out.settings.group_size != 0) {
-    out.settings.residual_length = out.settings.group_size;  // the smallest valid window
+  } else if (out.settings.residual_length % group != 0) {
+    out.settings.residual_length = group;
   }
   out.settings.validate();
   return out;

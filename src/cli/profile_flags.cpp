@@ -45,6 +45,7 @@ ProfileOptions profile_options_from_flags(const ProfileFlags& f) {
   opt.settings.mode = parse_quant_mode(f.mode);
   opt.settings.group_size = static_cast<size_t>(f.group_size);
   opt.settings.residual_length = static_cast<size_t>(f.residual_length);
+  opt.settings.round_block_to_group();  // the plans searched from this profile take its pages
   opt.settings.validate();
   if (f.candidates == "kvtuner") {
     opt.candidates = kvtuner_candidates();

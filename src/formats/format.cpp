@@ -9,7 +9,7 @@
 namespace kvplan {
 namespace {
 
-constexpr std::array<FormatInfo, 20> kFormats = {{
+constexpr std::array<FormatInfo, 23> kFormats = {{
     {FormatId::kF32, "f32", 1, FormatFamily::kPlain, 32, 0, 0, 0, "IEEE float32"},
     {FormatId::kF16, "f16", 1, FormatFamily::kPlain, 16, 0, 0, 0, "IEEE float16"},
     {FormatId::kBF16, "bf16", 1, FormatFamily::kPlain, 16, 0, 0, 0, "bfloat16"},
@@ -31,6 +31,12 @@ constexpr std::array<FormatInfo, 20> kFormats = {{
      "asymmetric 2-bit, f16 scale+zero per 64 values"},
     {FormatId::kInt2G128, "int2_g128", 1, FormatFamily::kUniformInt, 2, 0, 0, 128,
      "asymmetric 2-bit, f16 scale+zero per 128 values"},
+    {FormatId::kInt8Kivi, "int8_kivi", 1, FormatFamily::kUniformInt, 8, 0, 0, 0,
+     "keys only: int8 per channel over group_size tokens (KIVI), newest tokens bf16", true},
+    {FormatId::kInt4Kivi, "int4_kivi", 1, FormatFamily::kUniformInt, 4, 0, 0, 0,
+     "keys only: int4 per channel over group_size tokens (KIVI), newest tokens bf16", true},
+    {FormatId::kInt2Kivi, "int2_kivi", 1, FormatFamily::kUniformInt, 2, 0, 0, 0,
+     "keys only: int2 per channel over group_size tokens (KIVI), newest tokens bf16", true},
     {FormatId::kQ8_0, "q8_0", 1, FormatFamily::kGgmlBlock, 8, kGgmlBlock, sizeof(BlockQ8_0), 0,
      "llama.cpp q8_0 (symmetric 8-bit, f16 scale per 32)"},
     {FormatId::kQ4_0, "q4_0", 1, FormatFamily::kGgmlBlock, 4, kGgmlBlock, sizeof(BlockQ4_0), 0,

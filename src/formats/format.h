@@ -28,6 +28,9 @@ enum class FormatId : uint16_t {
   kInt4G128 = 22,
   kInt2G64 = 23,
   kInt2G128 = 24,
+  kInt8Kivi = 25,  // KIVI keys: the int formats per channel over groups of group_size tokens
+  kInt4Kivi = 26,
+  kInt2Kivi = 27,
   kQ8_0 = 32,
   kQ4_0 = 33,
   kQ4_1 = 34,
@@ -57,6 +60,10 @@ struct FormatInfo {
   int block_bytes;   // bytes per ggml block, 0 for other families
   int group;         // uniform int: fixed group size (0 = the plan's group_size); 0 otherwise
   std::string_view meaning;
+  // KIVI key format: each channel packed over groups of the plan's group_size tokens, with the
+  // layout of the int format of the same bits; values refuse it, and the layer keeps KIVI's
+  // full-precision residual window (formats/quant_settings.h, layer_runs_kivi).
+  bool per_channel_keys = false;
 };
 
 // Every concrete format (slot excluded), in catalogue order.

@@ -121,14 +121,17 @@ void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n,
     case FormatId::kInt8:
     case FormatId::kInt8G64:
     case FormatId::kInt8G128:
+    case FormatId::kInt8Kivi:
       return each_row([&](const float* in, uint8_t* out) { pack_int_row<8>(in, n, group, out); });
     case FormatId::kInt4:
     case FormatId::kInt4G64:
     case FormatId::kInt4G128:
+    case FormatId::kInt4Kivi:
       return each_row([&](const float* in, uint8_t* out) { pack_int_row<4>(in, n, group, out); });
     case FormatId::kInt2:
     case FormatId::kInt2G64:
     case FormatId::kInt2G128:
+    case FormatId::kInt2Kivi:
       return each_row([&](const float* in, uint8_t* out) { pack_int_row<2>(in, n, group, out); });
     case FormatId::kQ8_0:
     case FormatId::kQ4_0:
@@ -179,14 +182,17 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t n_rows, siz
     case FormatId::kInt8:
     case FormatId::kInt8G64:
     case FormatId::kInt8G128:
+    case FormatId::kInt8Kivi:
       return each_row([&](const uint8_t* in, float* out) { unpack_int_row<8>(in, n, group, out); });
     case FormatId::kInt4:
     case FormatId::kInt4G64:
     case FormatId::kInt4G128:
+    case FormatId::kInt4Kivi:
       return each_row([&](const uint8_t* in, float* out) { unpack_int_row<4>(in, n, group, out); });
     case FormatId::kInt2:
     case FormatId::kInt2G64:
     case FormatId::kInt2G128:
+    case FormatId::kInt2Kivi:
       return each_row([&](const uint8_t* in, float* out) { unpack_int_row<2>(in, n, group, out); });
     case FormatId::kQ8_0:
     case FormatId::kQ4_0:

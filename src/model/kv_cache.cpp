@@ -45,7 +45,9 @@ LayerKvCache::LayerKvCache(int layer, int n_kv_heads, int head_dim, bool exact, 
   check_fp8_scales(fp8_scales_, pair_, n_kv_heads_, fmt::format("layer {}", layer));
   const size_t hd = static_cast<size_t>(head_dim);
   const size_t g = settings_.group_size;
-  const bool kivi = settings_.mode == QuantMode::kKivi;
+  check_layer_settings(pair_, settings_, fmt::format("layer {}", layer));
+  kivi_ = layer_runs_kivi(pair_, settings_);
+  const bool kivi = kivi_;
   // Validate both formats up front, so a bad pair fails before any token is computed.
   auto check = [&](const char* which, Format f, size_t n_values, size_t group) {
     if (f.is_slot()) {
@@ -105,7 +107,7 @@ void LayerKvCache::commit() {
     n_committed_ = n_tokens_;
     return;
   }
-  if (settings_.mode == QuantMode::kPerToken) {
+  if (!kivi_) {
     quantize_per_token(n_committed_, n_tokens_);
     n_committed_ = n_tokens_;
     return;

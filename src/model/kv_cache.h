@@ -6,7 +6,8 @@
 // is a plain [n_tokens, head_dim] matrix for the attention GEMMs). Values are stored dequantized;
 // each token is quantized once, when it is committed:
 //   per-token: every token, K and V rows of head_dim per KV head, groups of group_size (clamped);
-//   kivi:      when residual_length uncommitted tokens exist, their keys are packed per channel in
+//   kivi (the plan's mode, or a per-channel key format such as int4_kivi on this layer):
+//              when residual_length uncommitted tokens exist, their keys are packed per channel in
 //              groups of group_size tokens and their values per token; the newest
 //              n % residual_length tokens stay exact (f32), as KIVI keeps its residual window in
 //              full precision.
@@ -79,6 +80,7 @@ class LayerKvCache {
   KvPair pair_;
   QuantSettings settings_;
   KvHeadScales fp8_scales_;
+  bool kivi_ = false;  // this layer runs KIVI (layer_runs_kivi)
   size_t capacity_ = 0;
   size_t n_tokens_ = 0;
   size_t n_committed_ = 0;

@@ -39,7 +39,15 @@ int kvtuner_bits(const Format& f) {
 PlanExport export_kvtuner_yaml(const Plan& plan) {
   PlanExport e;
   const QuantSettings& q = plan.quantization;
-  const bool kivi = q.mode == QuantMode::kKivi;
+  // KVTuner's axis_key is one setting for every layer: per channel (KIVI) when the plan's mode is
+  // kivi or most of its quantized keys are per channel; the other layers' keys are losses.
+  int per_channel_keys = 0, per_token_keys = 0;
+  for (const PlanLayer& l : plan.layers) {
+    if (l.pair.key.family() != FormatFamily::kUniformInt) continue;
+    ++(keys_packed_per_channel(l.pair, q) ? per_channel_keys : per_token_keys);
+  }
+  const bool kivi =
+      q.mode == QuantMode::kKivi || (per_channel_keys > 0 && per_channel_keys >= per_token_keys);
   const size_t head_dim =
       plan.layers.empty() ? 0 : static_cast<size_t>(plan.model.geometry.layers.front().head_dim);
   // KVTuner's q_group_size: consecutive values of one row (per token) or, on axis 1, consecutive
@@ -68,8 +76,16 @@ PlanExport export_kvtuner_yaml(const Plan& plan) {
         continue;
       }
       any_int = true;
+      const bool key_side = std::string(side) == "key";
+      if (key_side && keys_packed_per_channel(l.pair, q) != kivi) {
+        const char* planned = kivi ? "per token" : "per channel (KIVI)";
+        const char* written = kivi ? "per channel (KIVI)" : "per token";
+        e.losses.push_back({l.index, "key axis", fmt::format("{} {}", f.name(), planned),
+                            fmt::format("{} bits {}", f.info().bits, written),
+                            "KVTuner's axis_key is one setting for every layer"});
+      }
       // Groups: KVTuner's q_group_size is one setting for every layer and both sides.
-      const bool channel_groups = kivi && std::string(side) == "key";
+      const bool channel_groups = kivi && key_side;
       const size_t n = channel_groups ? q.group_size : head_dim;
       const size_t planned_group = effective_group_size(f, n, q.group_size);
       const size_t kvtuner_group = channel_groups ? q.group_size : kvtuner_row_group;
@@ -122,7 +138,7 @@ PlanExport export_kvtuner_yaml(const Plan& plan) {
       "q_group_size={}{}; asym=True as the plan's int formats are asymmetric (KVTuner honours it "
       "in the Vanilla backend only); force_quant=True so a prompt's own attention reads its "
       "quantized K/V, as kvplan measures by default",
-      quant_mode_name(q.mode), kivi ? 1 : 0, q_group_size,
+      kivi ? "kivi" : "per-token", kivi ? 1 : 0, q_group_size,
       kivi ? fmt::format(", residual_length={}", q.residual_length) : ", residual_length=0"));
   return e;
 }

@@ -24,10 +24,11 @@ LayerTokenBytes layer_bytes_per_token(const KvLayerGeometry& layer, const KvPair
   const double heads = layer.n_kv_heads;
   const size_t dim = static_cast<size_t>(layer.head_dim);
   if (pair.is_slot()) return {heads * pair.key.slot_bytes(), 0.0};
+  check_layer_settings(pair, settings, fmt::format("layer {}", layer_index));
   LayerTokenBytes bytes;
   bytes.value = heads * static_cast<double>(row_bytes_for(pair.value, dim, settings.group_size,
                                                           layer_index, "value"));
-  if (settings.mode == QuantMode::kKivi && pair.key.family() != FormatFamily::kPlain) {
+  if (keys_packed_per_channel(pair, settings)) {
     const size_t g = settings.group_size;
     bytes.key = heads * static_cast<double>(dim) *
                 static_cast<double>(row_bytes_for(pair.key, g, g, layer_index, "key")) /
@@ -50,7 +51,8 @@ uint64_t layer_kv_bytes(const KvLayerGeometry& layer, const KvPair& pair,
   const size_t dim = static_cast<size_t>(layer.head_dim);
   if (pair.is_slot()) return t * heads * pair.key.slot_bytes();
 
-  const bool kivi = settings.mode == QuantMode::kKivi;
+  check_layer_settings(pair, settings, fmt::format("layer {}", layer_index));
+  const bool kivi = layer_runs_kivi(pair, settings);
   // KIVI keeps the tokens that do not yet fill a residual window in full precision (K and V).
   const uint64_t residual = kivi ? t % settings.residual_length : 0;
   const uint64_t quantized = t - residual;
@@ -59,7 +61,7 @@ uint64_t layer_kv_bytes(const KvLayerGeometry& layer, const KvPair& pair,
   const uint64_t value_row =
       row_bytes_for(pair.value, dim, settings.group_size, layer_index, "value");
   uint64_t key_bytes;
-  if (kivi && pair.key.family() != FormatFamily::kPlain) {
+  if (keys_packed_per_channel(pair, settings)) {
     const size_t g = settings.group_size;
     key_bytes = quantized / g * heads * dim * row_bytes_for(pair.key, g, g, layer_index, "key");
   } else {

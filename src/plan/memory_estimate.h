@@ -17,9 +17,9 @@
 
 namespace kvplan {
 
-// Steady-state bytes per token of one layer (all its KV heads), K and V separately. In kivi mode
-// the key bytes are the per-channel groups amortised over group_size tokens; a slot reports its
-// whole K+V record as key bytes and 0 value bytes.
+// Steady-state bytes per token of one layer (all its KV heads), K and V separately. On a KIVI layer
+// (layer_runs_kivi) the key bytes are the per-channel groups amortised over group_size tokens; a
+// slot reports its whole K+V record as key bytes and 0 value bytes.
 struct LayerTokenBytes {
   double key = 0;
   double value = 0;
@@ -27,7 +27,8 @@ struct LayerTokenBytes {
 };
 
 // Throws Error(kInvalidArgument) naming the layer, K or V, and the format when a format cannot
-// pack this layer's rows (e.g. q4_0 on head_dim 8).
+// pack this layer's rows (e.g. q4_0 on head_dim 8) or the settings cannot hold the layer
+// (check_layer_settings).
 LayerTokenBytes layer_bytes_per_token(const KvLayerGeometry& layer, const KvPair& pair,
                                       const QuantSettings& settings, int layer_index);
 

@@ -1,5 +1,7 @@
 #include "profile/gpu_attention.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 
@@ -51,8 +53,9 @@ GpuAttention::GpuAttention(int device) : device_(device), buffers_(std::make_uni
 
 GpuAttention::~GpuAttention() = default;
 
-bool GpuAttention::supports(const QuantSettings& settings) {
-  return settings.mode == QuantMode::kPerToken;
+bool GpuAttention::supports(const QuantSettings& settings, std::span<const KvPair> candidates) {
+  return std::none_of(candidates.begin(), candidates.end(),
+                      [&](const KvPair& p) { return layer_runs_kivi(p, settings); });
 }
 
 GpuAttention::Result GpuAttention::attend(const RowMatrix& q, const RowMatrix& k,

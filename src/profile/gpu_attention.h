@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "formats/format.h"
@@ -28,8 +29,9 @@ class GpuAttention {
   GpuAttention(const GpuAttention&) = delete;
   GpuAttention& operator=(const GpuAttention&) = delete;
 
-  // Whether the GPU path packs K/V the way `settings` asks (per-token groups).
-  static bool supports(const QuantSettings& settings);
+  // Whether the GPU path packs every candidate's K/V as `settings` asks: per-token rows, so no
+  // candidate may run KIVI (layer_runs_kivi).
+  static bool supports(const QuantSettings& settings, std::span<const KvPair> candidates);
 
   struct Result {
     std::vector<RowMatrix> probabilities;  // [n_heads] of [T, T], zeros outside the causal window

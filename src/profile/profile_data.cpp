@@ -160,6 +160,7 @@ Profile profile_from_json(const Json& j, const std::string& source) {
   }
   p.quantization.group_size = static_cast<size_t>(q.integer("group_size", 1, INT32_MAX));
   p.quantization.residual_length = static_cast<size_t>(q.integer("residual_length", 0, INT32_MAX));
+  p.quantization.round_block_to_group();  // pages are not stored: the plans' default, fitted
   p.chunk_attends_quantized = q.boolean("chunk_attends_quantized");
   // Profiles written before the field existed recorded the device only in their timings.
   const Json* device = j.contains("attention_device") ? &j["attention_device"] : nullptr;

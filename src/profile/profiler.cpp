@@ -379,9 +379,11 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   if (std::find(dkl_measured.begin(), dkl_measured.end(), false) != dkl_measured.end()) {
     profile.dkl_measured = dkl_measured;
   }
-  // The attention-side metrics go to the GPU when one was chosen and the mode is one its kernels
-  // pack; the profile records where they ran (GPU probabilities differ from the CPU's in rounding).
-  const bool attention_on_gpu = options.gpu_device >= 0 && GpuAttention::supports(options.settings);
+  // The attention-side metrics go to the GPU when one was chosen and no candidate runs KIVI (its
+  // kernels pack per token); the profile records where they ran (GPU probabilities differ from the
+  // CPU's in rounding).
+  const bool attention_on_gpu =
+      options.gpu_device >= 0 && GpuAttention::supports(options.settings, candidates);
   profile.attention_device = attention_on_gpu ? "gpu" : "cpu";
   if (options.resume != nullptr) {
     const Profile& r = *options.resume;

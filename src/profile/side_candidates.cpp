@@ -29,10 +29,14 @@ bool packs_every_layer(const ModelConfig& c, const KvPair& pair, const QuantSett
   }
 }
 
-// Two formats with the same key pack identical codes for this row length.
-std::tuple<int, int, size_t> packing_key(Format f, size_t row, size_t group_size) {
-  if (f.family() != FormatFamily::kUniformInt) return {static_cast<int>(f.id()), 0, 0};
-  return {-1, f.info().bits, effective_group_size(f, row, group_size)};
+// Two formats with the same key pack identical codes on this side (int4 and int4_g64 on rows of 32
+// values; int4 and int4_kivi when the plan's mode already packs every key per channel).
+std::tuple<int, int, size_t, bool> packing_key(const KvPair& side_pair, Format f,
+                                               const QuantSettings& settings, size_t head_dim) {
+  if (f.family() != FormatFamily::kUniformInt) return {static_cast<int>(f.id()), 0, 0, false};
+  const bool per_channel = side_pair.key == f && keys_packed_per_channel(side_pair, settings);
+  const size_t row = per_channel ? settings.group_size : head_dim;
+  return {-1, f.info().bits, effective_group_size(f, row, settings.group_size), per_channel};
 }
 
 }  // namespace
@@ -94,7 +98,6 @@ SideCandidates catalog_side_candidates(const ModelConfig& config, const QuantSet
   }
   SideCandidates out;
   const size_t head_dim = static_cast<size_t>(config.head_dim);
-  const size_t key_row = settings.mode == QuantMode::kKivi ? settings.group_size : head_dim;
   std::vector<Format> keys, values;
   for (const Format& f : formats) {
     if (f.is_slot() || f == kExact) {
@@ -110,13 +113,16 @@ SideCandidates catalog_side_candidates(const ModelConfig& config, const QuantSet
         continue;
       }
       std::vector<Format>& kept = key_side ? keys : values;
-      const size_t row = key_side ? key_row : head_dim;
-      const auto same = std::find_if(kept.begin(), kept.end(), [&](const Format& k) {
-        return packing_key(k, row, settings.group_size) == packing_key(f, row, settings.group_size);
-      });
+      const auto side_key = [&](Format k) {
+        return packing_key(key_side ? KvPair{k, kExact} : KvPair{kExact, k}, k, settings, head_dim);
+      };
+      const auto same = std::find_if(kept.begin(), kept.end(),
+                                     [&](const Format& k) { return side_key(k) == side_key(f); });
       if (same != kept.end()) {
-        out.skipped.push_back(fmt::format("{} for {}: packs exactly like {} on rows of {} values",
-                                          f.name(), side, same->name(), row));
+        const auto [id, bits, group, per_channel] = side_key(f);
+        out.skipped.push_back(fmt::format("{} for {}: packs exactly like {} (groups of {} {})",
+                                          f.name(), side, same->name(), group,
+                                          per_channel ? "tokens per channel" : "values per row"));
         continue;
       }
       kept.push_back(f);

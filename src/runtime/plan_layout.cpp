@@ -31,7 +31,6 @@ PlanLayout::PlanLayout(const Plan& plan, const LayoutOptions& options)
     fail(ErrorCode::kInvalidArgument, "plan lists {} layers for a {}-layer geometry",
          plan.layers.size(), g.layers.size());
   }
-  const bool kivi = settings_.mode == QuantMode::kKivi;
   for (int l = 0; l < g.n_layers(); ++l) {
     LayerPageGeometry lg;
     lg.layer = l;
@@ -45,13 +44,14 @@ PlanLayout::PlanLayout(const Plan& plan, const LayoutOptions& options)
       lg.key_page_bytes = block_size_ * heads * lg.pair.key.slot_bytes();
       lg.value_page_bytes = 0;
     } else {
-      if (kivi && lg.pair.key.family() != FormatFamily::kPlain) {
+      check_layer_settings(lg.pair, settings_, fmt::format("layer {}", l));
+      if (keys_packed_per_channel(lg.pair, settings_)) {
         const size_t gs = settings_.group_size;
         if (block_size_ % gs != 0) {
           fail(ErrorCode::kInvalidArgument,
-               "layer {}: kivi keys are packed per channel over group_size {} tokens, but "
+               "layer {}: key format {} is packed per channel over group_size {} tokens, but "
                "block_size {} is not a multiple of it",
-               l, gs, block_size_);
+               l, lg.pair.key.name(), gs, block_size_);
         }
         lg.key_page_bytes =
             block_size_ / gs * heads * dim * row_bytes_at(lg.pair.key, gs, gs, l, "key");
@@ -133,8 +133,7 @@ size_t PlanLayout::page_values(int layer_index) const {
 }
 
 bool PlanLayout::kivi_key(const LayerPageGeometry& g, KvSide side) const {
-  return side == KvSide::kKey && settings_.mode == QuantMode::kKivi &&
-         g.pair.key.family() != FormatFamily::kPlain;
+  return side == KvSide::kKey && keys_packed_per_channel(g.pair, settings_);
 }
 
 template <typename RowsFn, typename ChannelsFn>

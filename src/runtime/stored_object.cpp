@@ -86,7 +86,7 @@ StoredObjectHeader make_object_header(const ObjectIdentity& identity, const Plan
   h.block_size = static_cast<uint32_t>(layout.block_size());
   h.n_kv_heads = static_cast<uint32_t>(tg.n_kv_heads);
   h.head_dim = static_cast<uint32_t>(tg.head_dim);
-  h.quant_mode = layout.settings().mode == QuantMode::kKivi ? 1 : 0;
+  h.quant_mode = layer_runs_kivi(tg.pair, layout.settings()) ? 1 : 0;
   h.group_size = static_cast<uint16_t>(layout.settings().group_size);
   h.key_page_bytes = tg.key_page_bytes;
   h.value_page_bytes = tg.value_page_bytes;

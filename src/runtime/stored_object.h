@@ -50,7 +50,7 @@ struct StoredObjectHeader {
   uint32_t block_size;        // tokens per page
   uint32_t n_kv_heads;
   uint32_t head_dim;
-  uint16_t quant_mode;  // 0 per-token, 1 kivi
+  uint16_t quant_mode;  // 0 per-token, 1 kivi (the group's layers run KIVI: layer_runs_kivi)
   uint16_t group_size;
   uint64_t key_page_bytes;  // stride of a K page; V follows in the same page slot
   uint64_t value_page_bytes;

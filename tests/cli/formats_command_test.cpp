@@ -10,10 +10,14 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 20u);
+  ASSERT_EQ(j["formats"].size(), 23u);
   for (const auto& f : j["formats"]) {
     if (f["name"] == "q4_0") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
+    }
+    // One token's share of per-channel groups: 128 channels x (16 B codes + 4 B) per 32 tokens.
+    if (f["name"] == "int4_kivi") {
+      EXPECT_DOUBLE_EQ(f["bytes_per_row"].get<double>(), 80.0);
     }
     if (f["name"] == "int2") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 48);

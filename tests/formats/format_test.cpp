@@ -19,13 +19,16 @@ TEST(Format, EveryNameParsesToItselfAndIdsAreUnique) {
     EXPECT_TRUE(ids.insert(static_cast<uint16_t>(info.id)).second) << info.name;
     EXPECT_GE(info.version, 1);
   }
-  EXPECT_EQ(ids.size(), 20u);  // f32 f16 bf16 int8 int4 int2 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl fp8 x2
+  // f32 f16 bf16, int8/4/2 at the plan's group, g64 and g128, their KIVI key forms, q8_0 q4_0 q4_1
+  // q5_0 q5_1 iq4_nl, fp8 x2.
+  EXPECT_EQ(ids.size(), 23u);
 }
 
 TEST(Format, StableNumericIds) {
   // These numbers are written into plans and stored objects: they must never change.
   EXPECT_EQ(static_cast<int>(Format::parse("f16").id()), 2);
   EXPECT_EQ(static_cast<int>(Format::parse("int4").id()), 17);
+  EXPECT_EQ(static_cast<int>(Format::parse("int4_kivi").id()), 26);
   EXPECT_EQ(static_cast<int>(Format::parse("q4_0").id()), 33);
   EXPECT_EQ(static_cast<int>(Format::parse("fp8_e4m3").id()), 48);
   EXPECT_EQ(static_cast<int>(Format::parse("slot:134").id()), 64);

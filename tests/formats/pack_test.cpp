@@ -65,7 +65,10 @@ double error_bound(const Format& f, std::span<const float> group, float x, float
     case FormatId::kInt4G64:
     case FormatId::kInt4G128:
     case FormatId::kInt2G64:
-    case FormatId::kInt2G128: {
+    case FormatId::kInt2G128:
+    case FormatId::kInt8Kivi:
+    case FormatId::kInt4Kivi:
+    case FormatId::kInt2Kivi: {
       const double levels = (1 << f.info().bits) - 1;
       const double step = (hi - lo) / levels;
       return 0.5 * step * (1 + 4 * u16) + (std::fabs(lo) + levels * step) * u16 +

@@ -119,6 +119,38 @@ TEST_F(Stories, KiviKeepsTheResidualWindowExact) {
   EXPECT_EQ(cache.layer(0).n_quantized(), 64u);  // 70 tokens: two windows of 32, 6 exact
 }
 
+// A per-token plan runs KIVI on the layers whose key format is a KIVI one: int4_kivi keys there
+// behave exactly as int4 keys under the plan-wide kivi mode, and the other layers stay per token.
+TEST_F(Stories, KiviKeyFormatRunsKiviOnItsLayerOnly) {
+  QuantSettings kivi;
+  kivi.mode = QuantMode::kKivi;
+  const std::vector<int32_t> t = tokens(70);
+  EXPECT_EQ(max_abs_diff(run(t, pair("int4_kivi/int4")), run(t, pair("KV4", kivi))), 0.0);
+
+  const int n = weights_->config.n_layers;
+  std::vector<KvPair> mixed(static_cast<size_t>(n), KvPair::parse("KV4"));
+  mixed[1] = KvPair::parse("int4_kivi/int4");
+  const Transformer model(*weights_);
+  KvCache cache(weights_->config, KvCacheOptions::per_layer(mixed, {}));
+  (void)model.forward(t, cache);
+  EXPECT_EQ(cache.layer(0).n_quantized(), 70u);  // per token: every token
+  EXPECT_EQ(cache.layer(1).n_quantized(), 64u);  // KIVI: two windows of 32, 6 exact
+  const RowMatrix m = run(t, KvCacheOptions::per_layer(mixed, {}));
+  EXPECT_GT(max_abs_diff(m, run(t, pair("KV4"))), 0.0);
+  EXPECT_GT(max_abs_diff(m, run(t, pair("KV4", kivi))), 0.0);
+}
+
+TEST_F(Stories, KiviFormatForValuesIsRefusedNamingTheLayer) {
+  try {
+    KvCache cache(weights_->config, pair("int4/int4_kivi"));
+    FAIL() << "int4_kivi accepted for values";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("layer 0"), std::string::npos) << m;
+    EXPECT_NE(m.find("value format int4_kivi"), std::string::npos) << m;
+  }
+}
+
 TEST_F(Stories, ChunkAttentionOption) {
   const std::vector<int32_t> t = tokens(48);
   KvCacheOptions quantized = pair("KV2");

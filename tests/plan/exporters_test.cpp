@@ -93,6 +93,30 @@ TEST(Exporters, KvTunerHeaderCarriesModeGroupResidualAsymAndForceQuant) {
   EXPECT_EQ(losses_of(w, -1).size(), 1u);  // the quantizer only
 }
 
+// KIVI key formats in a per-token plan: KVTuner's axis_key is one setting, taken from most of the
+// quantized keys; the layers on the other axis are listed as losses.
+TEST(Exporters, KvTunerAxisFollowsMostKiviKeyLayers) {
+  Plan plan = plan_with({"int4_kivi/int4", "int2_kivi/int4", "KV4"});
+  plan.quantization.residual_length = 64;
+  const PlanExport e = export_kvtuner_yaml(plan);
+  EXPECT_NE(e.text.find("axis_key=1, axis_value=0, q_group_size=32, residual_length=64"),
+            std::string::npos)
+      << e.text;
+  EXPECT_NE(e.text.find("0:\n  nbits_key: 4\n  nbits_value: 4\n1:\n  nbits_key: 2\n"),
+            std::string::npos)
+      << e.text;
+  EXPECT_TRUE(losses_of(e, 0).empty());
+  const std::vector<ExportLoss> l2 = losses_of(e, 2);
+  ASSERT_EQ(l2.size(), 1u);
+  EXPECT_EQ(l2[0], (ExportLoss{2, "key axis", "int4 per token", "4 bits per channel (KIVI)",
+                               "KVTuner's axis_key is one setting for every layer"}));
+  // Most keys per token: axis_key=0, the KIVI layer is the loss.
+  const PlanExport t = export_kvtuner_yaml(plan_with({"int4_kivi/int4", "KV4", "KV4"}));
+  EXPECT_NE(t.text.find("axis_key=0"), std::string::npos) << t.text;
+  ASSERT_EQ(losses_of(t, 0).size(), 1u);
+  EXPECT_EQ(losses_of(t, 0)[0].field, "key axis");
+}
+
 TEST(Exporters, KvTunerListsGroupsItCannotTakePerLayer) {
   // int4_g64 keeps its own group of 64; KVTuner has one q_group_size (32) for every layer.
   const PlanExport e = export_kvtuner_yaml(plan_with({"int4_g64/int4", "KV4"}, 128));

@@ -91,6 +91,26 @@ TEST(MemoryEstimate, KiviKeysPerChannelAndResidualWindow) {
   EXPECT_DOUBLE_EQ(layer_bytes_per_token(g.layers[0], int4[0], s, 0).key, 128.0 * 20 / 32);
 }
 
+// A KIVI key format in a per-token plan: that layer is priced as under the kivi mode (keys per
+// channel, residual window in bf16), the others per token.
+TEST(MemoryEstimate, KiviKeyFormatOnOneLayerOfAPerTokenPlan) {
+  const KvGeometry g = KvGeometry::uniform("m", 2, 1, 128);
+  QuantSettings s;
+  s.block_size = 1;
+  std::vector<KvPair> pairs = {KvPair::parse("int4_kivi/int4"), KvPair::parse("KV4")};
+  QuantSettings kivi = s;
+  kivi.mode = QuantMode::kKivi;
+  const uint64_t kivi_layer = layer_kv_bytes(g.layers[0], KvPair::parse("KV4"), kivi, 70, 0);
+  EXPECT_EQ(kivi_layer, 2u * 128 * 20 + 64u * 80 + 6u * 128 * 2 * 2);
+  EXPECT_EQ(kv_cache_bytes(g, pairs, s, 70, 1), kivi_layer + 70u * (80 + 80));
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(g, pairs, s), 128.0 * 20 / 32 + 80 + 80 + 80);
+  // Values never take a KIVI format; a KIVI layer needs a residual window of whole groups.
+  EXPECT_THROW((void)kv_bytes_per_token(g, all(2, "int4/int4_kivi"), s), Error);
+  s.residual_length = 48;
+  EXPECT_THROW((void)kv_bytes_per_token(g, pairs, s), Error);
+  EXPECT_NO_THROW((void)kv_bytes_per_token(g, all(2, "KV4"), s));
+}
+
 TEST(MemoryEstimate, FormatThatCannotPackTheHeadNamesTheLayer) {
   const KvGeometry g = KvGeometry::uniform("stories", 5, 4, 8);
   try {

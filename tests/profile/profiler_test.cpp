@@ -162,12 +162,16 @@ TEST_F(StoriesProfile, DefaultCatalogProfilesKeysAndValuesSeparately) {
     names.push_back(p.candidates[c].name());
     if (p.measures_dkl(c)) measured.push_back(p.candidates[c].name());
   }
-  // No 32-value blocks on rows of 8; int*_g64/g128 pack exactly like int* there.
-  const std::vector<std::string> formats = {"f16",  "bf16",     "int8",    "int4",
-                                            "int2", "fp8_e4m3", "fp8_e5m2"};
+  // No 32-value blocks on rows of 8; int*_g64/g128 pack exactly like int* there; the KIVI
+  // formats are for keys only.
+  const std::vector<std::string> keys = {"f16",      "bf16",      "int8",      "int4",
+                                         "int2",     "int8_kivi", "int4_kivi", "int2_kivi",
+                                         "fp8_e4m3", "fp8_e5m2"};
+  const std::vector<std::string> values = {"f16",  "bf16",     "int8",    "int4",
+                                           "int2", "fp8_e4m3", "fp8_e5m2"};
   std::vector<std::string> expected;
-  for (const std::string& f : formats) expected.push_back(f + "/f32");
-  for (const std::string& f : formats) expected.push_back("f32/" + f);
+  for (const std::string& f : keys) expected.push_back(f + "/f32");
+  for (const std::string& f : values) expected.push_back("f32/" + f);
   expected.push_back("KV4");
   EXPECT_EQ(names, expected);
   EXPECT_EQ(measured, (std::vector<std::string>{"int4/f32", "f32/int4", "KV4"}));

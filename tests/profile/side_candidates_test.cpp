@@ -22,11 +22,14 @@ ModelConfig config(int layers, int kv_heads, int head_dim) {
 
 TEST(SideCandidates, WholeCatalogueForKeysAndValuesWithAnchors) {
   const SideCandidates s = catalog_side_candidates(config(2, 3, 64), {}, {});
-  // 19 formats per side survive at head_dim 64 (g128 packs like g64 on 64-value rows), + joint.
-  ASSERT_EQ(s.candidates.size(), 2u * 16u + 1u);
-  EXPECT_EQ(s.skipped.size(), 6u);
+  // 16 formats per side survive at head_dim 64 (g128 packs like g64 on 64-value rows), the three
+  // KIVI formats for keys only, + joint.
+  ASSERT_EQ(s.candidates.size(), 19u + 16u + 1u);
+  EXPECT_EQ(s.skipped.size(), 6u + 3u);
   EXPECT_EQ(candidate_side(s.candidates.front()), CandidateSide::kKeyOnly);
-  EXPECT_EQ(candidate_side(s.candidates[16]), CandidateSide::kValueOnly);
+  EXPECT_EQ(candidate_side(s.candidates[18]), CandidateSide::kKeyOnly);
+  EXPECT_EQ(s.candidates[8], KvPair::parse("int8_kivi/f32"));  // after f16 .. int2_g64
+  EXPECT_EQ(candidate_side(s.candidates[19]), CandidateSide::kValueOnly);
   EXPECT_EQ(s.candidates.back(), KvPair::parse("q4_0/q4_0"));
   int measured = 0;
   for (size_t i = 0; i < s.candidates.size(); ++i) {
@@ -36,7 +39,8 @@ TEST(SideCandidates, WholeCatalogueForKeysAndValuesWithAnchors) {
   }
   EXPECT_EQ(measured, 3);
   // All re-run on request.
-  const SideCandidates all = catalog_side_candidates(config(2, 3, 64), {}, {.formats = {}, .all_dkl = true});
+  const SideCandidates all =
+      catalog_side_candidates(config(2, 3, 64), {}, {.formats = {}, .all_dkl = true});
   for (const bool m : all.dkl_measured) EXPECT_TRUE(m);
 }
 

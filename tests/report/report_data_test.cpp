@@ -53,8 +53,8 @@ TEST(ReportData, MemoryTableMatchesSizesWorkedOutByHand) {
   EXPECT_NEAR(plan.compression_vs_bf16, 256.0 / 112.0, 1e-12);
   EXPECT_EQ(plan.bytes_per_sequence[0], 4096u * 112u);
   EXPECT_EQ(plan.sequences_that_fit[0], 2);  // 1 MiB / 458,752 B
-  // Pages of 16 tokens cost 16 x 112 = 1,792 B: 585 whole pages fit in 1 MiB.
-  EXPECT_EQ(plan.longest_context, 585 * 16);
+  // Pages of 32 tokens cost 32 x 112 = 3,584 B: 292 whole pages fit in 1 MiB.
+  EXPECT_EQ(plan.longest_context, 292 * 32);
   const report::MemoryRow& bf16 = d.memory_rows[1];
   EXPECT_DOUBLE_EQ(bf16.bytes_per_token, 256);
   EXPECT_DOUBLE_EQ(bf16.compression_vs_bf16, 1.0);

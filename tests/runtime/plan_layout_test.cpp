@@ -88,6 +88,35 @@ TEST(PlanLayout, RefusesBadChunkSizes) {
   kivi.quantization.group_size = 32;
   kivi.quantization.residual_length = 32;
   EXPECT_THROW(PlanLayout(kivi, {.chunk_tokens = 64}), Error);  // block 16 < group 32
+  Plan kivi_key = plan;
+  kivi_key.layers[0].pair = KvPair::parse("int4_kivi/int4");
+  EXPECT_THROW(PlanLayout(kivi_key, {.chunk_tokens = 64}), Error);  // the same, from one layer
+}
+
+// A per-token plan whose layer 1 takes int4_kivi keys lays that layer's key pages out per channel
+// exactly as the kivi mode does, and leaves layer 0 per token.
+TEST(PlanLayout, KiviKeyFormatPagesMatchTheKiviMode) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  Plan plan = test::mixed_plan(2, 64, 32);
+  plan.layers[0].pair = KvPair::parse("KV4");
+  plan.layers[1].pair = KvPair::parse("int4_kivi/int4");
+  Plan kivi = plan;
+  kivi.quantization.mode = QuantMode::kKivi;
+  kivi.layers[1].pair = KvPair::parse("KV4");
+  const PlanLayout layout(plan, {.chunk_tokens = 64}), kivi_layout(kivi, {.chunk_tokens = 64});
+  ASSERT_EQ(layout.page_bytes(1, KvSide::kKey), kivi_layout.page_bytes(1, KvSide::kKey));
+  std::vector<float> v(layout.page_values(1));
+  for (float& x : v) x = normal(rng);
+  const auto packed = [&](const PlanLayout& l, int layer) {
+    std::vector<uint8_t> out(l.page_bytes(layer, KvSide::kKey));
+    l.pack_page(layer, KvSide::kKey, v, out);
+    return out;
+  };
+  EXPECT_EQ(packed(layout, 1), packed(kivi_layout, 1));
+  EXPECT_EQ(packed(layout, 0).size(), packed(layout, 1).size());  // 40 B per token and head
+  EXPECT_NE(packed(layout, 0), packed(layout, 1));                // per token, not per channel
+  EXPECT_NE(packed(layout, 0), packed(kivi_layout, 0));
 }
 
 // Pack then unpack every page kind; compare with an f64 bound from the format's step.
