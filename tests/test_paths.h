@@ -35,6 +35,11 @@ inline std::filesystem::path smollm2_path() {
   return cache / "SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+// gemma-3-270m-q4_k_m.gguf as fetched by scripts/fetch-gemma3.sh into the same cache.
+inline std::filesystem::path gemma3_path() {
+  return smollm2_path().parent_path() / "gemma-3-270m-q4_k_m.gguf";
+}
+
 // $KVPLAN_REQUIRE_MODELS=1: a missing model or data file fails the test that needs it.
 inline bool models_required() {
   const char* env = std::getenv("KVPLAN_REQUIRE_MODELS");

@@ -1,5 +1,6 @@
 // kvplan inspect: what a model file is — architecture, geometry, tensor types, fingerprint — and
 // what its KV cache costs per token in a few formats.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -72,6 +73,8 @@ void run_inspect(const InspectOptions& o) {
                      {"vocab_size", c.vocab_size},
                      {"context_length", c.context_length},
                      {"rope_theta", c.rope_theta},
+                     {"rope_theta_sliding", c.rope_theta_sliding},
+                     {"sliding_window", c.sliding_window},
                      {"rope_layout", layout_name(c.rope_layout)},
                      {"rms_norm_eps", c.rms_norm_eps},
                      {"attention_bias", c.attention_bias},
@@ -91,9 +94,21 @@ void run_inspect(const InspectOptions& o) {
   std::printf("fingerprint   %s\n", hash_hex(info.fingerprint).c_str());
   std::printf("layers        %d, hidden %d, ffn %d, vocab %d\n", c.n_layers, c.hidden_size,
               c.ffn_size, c.vocab_size);
-  std::printf("attention     %d heads, %d KV heads, head_dim %d%s\n", c.n_heads,
-              c.n_kv_heads.front(), c.head_dim, c.attention_bias ? ", q/k/v bias" : "");
-  std::printf("rope          theta %g, %s\n", c.rope_theta, layout_name(c.rope_layout));
+  std::printf("attention     %d heads, %d KV heads, head_dim %d%s%s\n", c.n_heads,
+              c.n_kv_heads.front(), c.head_dim, c.attention_bias ? ", q/k/v bias" : "",
+              c.qk_norm ? ", q/k norms" : "");
+  const auto sliding = std::count_if(c.sliding_window.begin(), c.sliding_window.end(),
+                                     [](int64_t w) { return w > 0; });
+  if (sliding > 0) {
+    const int64_t window = *std::max_element(c.sliding_window.begin(), c.sliding_window.end());
+    std::printf("window        %lld tokens on %lld of %d layers (the others global)\n",
+                static_cast<long long>(window), static_cast<long long>(sliding), c.n_layers);
+  }
+  std::printf("rope          theta %g%s, %s\n", c.rope_theta,
+              c.rope_theta_sliding > 0
+                  ? fmt::format(" (sliding layers {:g})", c.rope_theta_sliding).c_str()
+                  : "",
+              layout_name(c.rope_layout));
   std::printf("embeddings    %s\n",
               c.tied_embeddings ? "tied (output = token_embd)" : "separate output matrix");
   std::printf("parameters    %.2fM in %s\n", static_cast<double>(params) / 1e6,

@@ -1,5 +1,6 @@
 // Llama, Mistral, Qwen2 and SmolLM2: RMSNorm, GQA attention with RoPE (optional q/k/v bias),
 // SwiGLU FFN, optionally tied embeddings. Only the tensor names differ between GGUF and HF.
+// Gemma 3 (GGUF) adds per-head Q/K norms and post-attention/post-FFN norms.
 #include "llama_family.h"
 
 #include <cstring>
@@ -13,17 +14,20 @@ namespace {
 struct Names {
   std::string token_embd, output_norm, output;
   std::string attn_norm, q, k, v, o, q_bias, k_bias, v_bias, ffn_norm, gate, up, down;
+  std::string q_norm, k_norm, post_attn_norm, post_ffn_norm;  // Gemma (GGUF names only)
 };
 
 Names names_for(TensorNaming naming, int layer) {
   const std::string n = std::to_string(layer);
   if (naming == TensorNaming::kGguf) {
     const std::string b = "blk." + n + ".";
-    return {"token_embd.weight",    "output_norm.weight",     "output.weight",
-            b + "attn_norm.weight", b + "attn_q.weight",      b + "attn_k.weight",
-            b + "attn_v.weight",    b + "attn_output.weight", b + "attn_q.bias",
-            b + "attn_k.bias",      b + "attn_v.bias",        b + "ffn_norm.weight",
-            b + "ffn_gate.weight",  b + "ffn_up.weight",      b + "ffn_down.weight"};
+    return {"token_embd.weight",       "output_norm.weight",     "output.weight",
+            b + "attn_norm.weight",    b + "attn_q.weight",      b + "attn_k.weight",
+            b + "attn_v.weight",       b + "attn_output.weight", b + "attn_q.bias",
+            b + "attn_k.bias",         b + "attn_v.bias",        b + "ffn_norm.weight",
+            b + "ffn_gate.weight",     b + "ffn_up.weight",      b + "ffn_down.weight",
+            b + "attn_q_norm.weight",  b + "attn_k_norm.weight", b + "post_attention_norm.weight",
+            b + "post_ffw_norm.weight"};
   }
   const std::string b = "model.layers." + n + ".";
   return {"model.embed_tokens.weight",
@@ -40,7 +44,11 @@ Names names_for(TensorNaming naming, int layer) {
           b + "post_attention_layernorm.weight",
           b + "mlp.gate_proj.weight",
           b + "mlp.up_proj.weight",
-          b + "mlp.down_proj.weight"};
+          b + "mlp.down_proj.weight",
+          "",
+          "",
+          "",
+          ""};
 }
 
 std::string shape_text(const std::vector<uint64_t>& s) {
@@ -110,6 +118,10 @@ int dimension_as_int(uint64_t dim, const std::string& file, const std::string& t
 
 void load_llama_family(const TensorSource& source, TensorNaming naming, ModelWeights& w) {
   ModelConfig& c = w.config;
+  if ((c.qk_norm || c.post_norms) && naming != TensorNaming::kGguf) {
+    fail(ErrorCode::kUnimplemented, "{}: architecture '{}' is read from GGUF files only",
+         source.file, c.architecture);
+  }
   Loader load(source);
   const Names global = names_for(naming, 0);
   if (!source.has(global.token_embd)) {
@@ -165,6 +177,14 @@ void load_llama_family(const TensorSource& source, TensorNaming naming, ModelWei
     L.ffn_norm = load.vector(n.ffn_norm, hidden);
     L.w_gate_up = load.stacked({{n.gate, ffn}, {n.up, ffn}}, hidden);
     L.w_down = load.matrix(n.down, hidden, ffn);
+    if (c.qk_norm) {
+      L.q_norm = load.vector(n.q_norm, hd);
+      L.k_norm = load.vector(n.k_norm, hd);
+    }
+    if (c.post_norms) {
+      L.post_attn_norm = load.vector(n.post_attn_norm, hidden);
+      L.post_ffn_norm = load.vector(n.post_ffn_norm, hidden);
+    }
   }
 }
 

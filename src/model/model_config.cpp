@@ -311,6 +311,20 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   c.rope_layout =
       (a == "llama" || a == "mistral") ? RopeLayout::kAdjacentPairs : RopeLayout::kHalfSplit;
   c.attention_bias = (a == "qwen2");
+  if (a == "gemma3") {
+    // llama.cpp's gemma3 loader and graph (src/llama-model.cpp, src/models/gemma3.cpp): its
+    // converter already stores every norm weight as 1 + w, so plain RMS norms apply them.
+    c.qk_norm = true;
+    c.post_norms = true;
+    c.ffn_activation = FfnActivation::kGeluTanh;
+    c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));  // f32, as ggml scales
+    // Gemma 3 27B (62 layers) scales queries by 1/sqrt(hidden / heads), the others by
+    // 1/sqrt(head_dim) (gemma_pytorch's query_pre_attn_scalar).
+    c.attention_scale = c.n_layers == 62
+                            ? 1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.n_heads))
+                            : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+    c.rope_theta_sliding = gguf.find_number(a + ".rope.freq_base_swa").value_or(10000.0);
+  }
   if (auto scale = gguf.find_number(a + ".rope.scaling.factor"); scale && *scale > 0) {
     const std::string type = gguf.find_string(a + ".rope.scaling.type").value_or("linear");
     if (type == "linear") {

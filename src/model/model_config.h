@@ -27,6 +27,11 @@ enum class RopeLayout {
 
 enum class RopeScaling { kNone, kLinear, kLlama3 };
 
+enum class FfnActivation {
+  kSilu,      // SwiGLU: silu(gate) * up (Llama, Mistral, Qwen2)
+  kGeluTanh,  // GeGLU with the tanh approximation: gelu(gate) * up (Gemma)
+};
+
 struct ModelConfig {
   std::string name;
   std::string architecture;  // "llama", "qwen2", "mistral", ... (GGUF arch or HF model_type)
@@ -50,6 +55,13 @@ struct ModelConfig {
   double rms_norm_eps = 1e-5;
   bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2)
   bool tied_embeddings = false;
+  // Gemma-style blocks; the defaults are the Llama family's.
+  bool qk_norm = false;     // RMS norm over each Q and K head (weights attn_q_norm/attn_k_norm)
+  bool post_norms = false;  // RMS norms on the attention and FFN outputs before each residual add
+  FfnActivation ffn_activation = FfnActivation::kSilu;
+  double embedding_scale = 1.0;     // token embeddings are multiplied by it (Gemma: sqrt(hidden))
+  double attention_scale = 0.0;     // the q.k multiplier; 0 = 1 / sqrt(head_dim)
+  double rope_theta_sliding = 0.0;  // RoPE base of the sliding-window layers; 0 = rope_theta
 };
 
 // Reads an HF config.json (or a directory holding one). Refuses MLA and hybrid (SSM/linear

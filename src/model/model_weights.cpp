@@ -12,12 +12,13 @@
 namespace kvplan {
 namespace {
 
-constexpr const char* kArchitectures[] = {"llama", "mistral", "qwen2"};
+constexpr const char* kArchitectures[] = {"llama", "mistral", "qwen2", "gemma3"};
 
 void require_supported(const ModelConfig& c) {
   if (!is_supported_architecture(c.architecture)) {
     fail(ErrorCode::kUnimplemented,
-         "{}: architecture '{}' is not supported by the harness (supported: llama, mistral, qwen2)",
+         "{}: architecture '{}' is not supported by the harness (supported: llama, mistral, "
+         "qwen2, gemma3)",
          c.source, c.architecture);
   }
 }
@@ -39,7 +40,9 @@ size_t ModelWeights::n_parameters() const {
   size_t n = static_cast<size_t>(token_embd.size() + output_norm.size() + output.size());
   for (const LayerWeights& L : layers) {
     n += static_cast<size_t>(L.attn_norm.size() + L.wqkv.size() + L.bqkv.size() + L.wo.size() +
-                             L.ffn_norm.size() + L.w_gate_up.size() + L.w_down.size());
+                             L.ffn_norm.size() + L.w_gate_up.size() + L.w_down.size() +
+                             L.q_norm.size() + L.k_norm.size() + L.post_attn_norm.size() +
+                             L.post_ffn_norm.size());
   }
   return n;
 }

@@ -35,6 +35,9 @@ struct LayerWeights {
   Vector ffn_norm;      // [hidden]
   RowMatrix w_gate_up;  // [2 ffn, hidden]: gate rows, then up rows
   RowMatrix w_down;     // [hidden, ffn]
+  // config.qk_norm: [head_dim] each; config.post_norms: [hidden] each; empty otherwise.
+  Vector q_norm, k_norm;
+  Vector post_attn_norm, post_ffn_norm;
 };
 
 // A tensor as stored in the model file (for the fingerprint and `kvplan inspect`).

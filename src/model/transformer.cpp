@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <cmath>
+#include <optional>
 
 #include <Eigen/Core>
 #ifdef _OPENMP
@@ -25,6 +26,23 @@ void rms_norm(const RowMatrix& x, const Vector& w, double eps, RowMatrix& y) {
         static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(x.cols()) + eps));
     y.row(t) = (x.row(t) * scale).cwiseProduct(w);
   }
+}
+
+// RMS norm of each head_dim-sized head of one row, in place (Gemma's Q/K norms).
+void rms_norm_heads(float* row, int n_heads, int head_dim, const Vector& w, double eps) {
+  for (int h = 0; h < n_heads; ++h) {
+    float* x = row + static_cast<size_t>(h) * static_cast<size_t>(head_dim);
+    double sum = 0.0;
+    for (int i = 0; i < head_dim; ++i) sum += static_cast<double>(x[i]) * x[i];
+    const float scale = static_cast<float>(1.0 / std::sqrt(sum / head_dim + eps));
+    for (int i = 0; i < head_dim; ++i) x[i] = x[i] * scale * w[i];
+  }
+}
+
+// GELU with the tanh approximation (gelu_pytorch_tanh, ggml_gelu).
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
 }
 
 }  // namespace
@@ -87,6 +105,7 @@ RowMatrix Transformer::forward(std::span<const int32_t> tokens, KvCache& cache,
     }
     x.row(static_cast<Eigen::Index>(t)) = weights_.token_embd.row(id);
   }
+  if (c.embedding_scale != 1.0) x *= static_cast<float>(c.embedding_scale);
   return forward_from_layer(0, x, cache, capture, options);
 }
 
@@ -111,6 +130,17 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
   const size_t pos0 = cache.layer(first_layer).n_tokens();
   RopeTable rope(c, weights_.rope_freq_factors);
   rope.prepare(pos0, static_cast<size_t>(T));
+  // Sliding-window layers with their own RoPE base (Gemma 3's local layers).
+  std::optional<RopeTable> rope_sliding;
+  if (c.rope_theta_sliding > 0) {
+    ModelConfig sliding = c;
+    sliding.rope_theta = c.rope_theta_sliding;
+    rope_sliding.emplace(sliding, weights_.rope_freq_factors);
+    rope_sliding->prepare(pos0, static_cast<size_t>(T));
+  }
+  // Queries carry any scale other than attention's 1/sqrt(head_dim).
+  const float query_scale =
+      c.attention_scale > 0 ? static_cast<float>(c.attention_scale * std::sqrt(c.head_dim)) : 1.0f;
   if (capture != nullptr) {
     if (capture->residual_input) capture->layer_input.resize(static_cast<size_t>(c.n_layers));
     if (capture->qkv) {
@@ -138,10 +168,19 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     rms_norm(x, L.attn_norm, c.rms_norm_eps, h);
     matmul_transposed(h, L.wqkv, qkv);  // [T, q + 2 kv]
     if (L.bqkv.size()) qkv.rowwise() += L.bqkv;
+    const bool sliding = c.sliding_window[static_cast<size_t>(l)] > 0;
+    const RopeTable& layer_rope = sliding && rope_sliding ? *rope_sliding : rope;
     for (Eigen::Index t = 0; t < T; ++t) {
       float* row = qkv.row(t).data();
-      rope.apply(row, static_cast<size_t>(t), c.n_heads);
-      rope.apply(row + q_cols, static_cast<size_t>(t), n_kv);
+      if (c.qk_norm) {
+        rms_norm_heads(row, c.n_heads, c.head_dim, L.q_norm, c.rms_norm_eps);
+        rms_norm_heads(row + q_cols, n_kv, c.head_dim, L.k_norm, c.rms_norm_eps);
+      }
+      layer_rope.apply(row, static_cast<size_t>(t), c.n_heads);
+      layer_rope.apply(row + q_cols, static_cast<size_t>(t), n_kv);
+      if (query_scale != 1.0f) {
+        for (Eigen::Index i = 0; i < q_cols; ++i) row[i] *= query_scale;
+      }
     }
     if (capture != nullptr && capture->qkv) {
       capture->q[static_cast<size_t>(l)] = qkv.leftCols(q_cols);
@@ -161,21 +200,36 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     if (!quantize_first) layer_cache.commit();
 
     matmul_transposed(attn, L.wo, proj);
-    x += proj;
+    if (c.post_norms) {
+      rms_norm(proj, L.post_attn_norm, c.rms_norm_eps, h);
+      x += h;
+    } else {
+      x += proj;
+    }
 
     rms_norm(x, L.ffn_norm, c.rms_norm_eps, h);
-    matmul_transposed(h, L.w_gate_up, gate_up);  // [T, 2 ffn]: SwiGLU = silu(gate) * up
+    matmul_transposed(h, L.w_gate_up, gate_up);  // [T, 2 ffn]: act(gate) * up
     const Eigen::Index ffn = L.w_down.cols();
     act.resize(T, ffn);
+    const bool gelu = c.ffn_activation == FfnActivation::kGeluTanh;
 #pragma omp parallel for schedule(static) if (T * ffn > (1 << 15))
     for (Eigen::Index t = 0; t < T; ++t) {
       const float* g = gate_up.row(t).data();
       const float* u = g + ffn;
       float* a = act.row(t).data();
-      for (Eigen::Index i = 0; i < ffn; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+      if (gelu) {
+        for (Eigen::Index i = 0; i < ffn; ++i) a[i] = gelu_tanh(g[i]) * u[i];
+      } else {
+        for (Eigen::Index i = 0; i < ffn; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+      }
     }
     matmul_transposed(act, L.w_down, proj);
-    x += proj;
+    if (c.post_norms) {
+      rms_norm(proj, L.post_ffn_norm, c.rms_norm_eps, h);
+      x += h;
+    } else {
+      x += proj;
+    }
   }
 
   RowMatrix normed;

@@ -56,6 +56,21 @@ TEST(Eval, Stories260KPerplexityMatchesLlamaCpp) {
   EXPECT_NEAR(r.ppl_stderr, 0.0746, 0.002);  // its "±"
 }
 
+// Gemma 3 270M (Q4_K_M, scripts/fetch-gemma3.sh): interleaved local/global layers, Q/K and post
+// norms, GeGLU. llama.cpp rounds activations to 8 bits in its quantized products and looks GELU up
+// in an f16 table; kvplan multiplies in f32, so the two agree within 1 %, not to the digit.
+TEST(Eval, Gemma3PerplexityMatchesLlamaCpp) {
+  const auto model = test::gemma3_path();
+  KVPLAN_NEED_FILE(model, "run scripts/fetch-gemma3.sh (or set KVPLAN_CACHE)");
+  KVPLAN_NEED_FILE(sample_text(), "test data: ../shared/data or $KVPLAN_TEST_DATA");
+  const Loaded l = load(model);
+  EvalOptions o;  // exact KV, n_ctx 256
+  const EvalResult r =
+      evaluate_perplexity(Transformer(l.weights), l.tokens, *l.tokenizer->bos_id(), o);
+  EXPECT_EQ(r.n_chunks, 38);
+  EXPECT_NEAR(r.ppl, 6.4611, 0.01 * 6.4611);  // llama-perplexity -c 256, f16 KV, build b7549
+}
+
 TEST(Eval, Stories260KKlOrdering) {
   const auto model = test::models_dir() / "stories260K.gguf";
   KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");

@@ -146,6 +146,37 @@ TEST(ModelConfig, GgufGemma3SlidesFiveLayersInSix) {
   EXPECT_EQ(f16_bytes(c, 256), 18u * 256 * 1024);
 }
 
+// Gemma 3's block conventions, as llama.cpp's gemma3 loader sets them: Q/K and post norms, GeGLU
+// (tanh), embeddings times sqrtf(hidden), queries scaled by 1/sqrt(head_dim) (27B: by
+// 1/sqrt(hidden / heads)), RoPE base 10000 on the sliding layers unless the file says otherwise.
+TEST(ModelConfig, GgufGemma3BlockConventions) {
+  test::GgufWriter g = gemma3_header();
+  g.add_f32("gemma3.rope.freq_base", 1e6f);
+  const ModelConfig c = config_of(g);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_TRUE(c.post_norms);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::kGeluTanh);
+  EXPECT_EQ(c.embedding_scale, static_cast<double>(std::sqrt(640.0f)));
+  EXPECT_DOUBLE_EQ(c.attention_scale, 1.0 / 16);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_theta_sliding, 10000.0);
+  EXPECT_EQ(c.rope_layout, RopeLayout::kHalfSplit);
+  g.add_f32("gemma3.rope.freq_base_swa", 5000.0f);
+  EXPECT_EQ(config_of(g).rope_theta_sliding, 5000.0);
+  // The Llama family keeps none of them.
+  test::GgufWriter llama;
+  llama.add_string("general.architecture", "llama");
+  llama.add_u32("llama.block_count", 2);
+  llama.add_u32("llama.embedding_length", 64);
+  llama.add_u32("llama.attention.head_count", 4);
+  const ModelConfig l = config_of(llama);
+  EXPECT_FALSE(l.qk_norm || l.post_norms);
+  EXPECT_EQ(l.ffn_activation, FfnActivation::kSilu);
+  EXPECT_EQ(l.embedding_scale, 1.0);
+  EXPECT_EQ(l.attention_scale, 0.0);
+  EXPECT_EQ(l.rope_theta_sliding, 0.0);
+}
+
 TEST(ModelConfig, GgufLlamaWithoutWindowKeepsEveryToken) {
   test::GgufWriter g;
   g.add_string("general.architecture", "llama");
