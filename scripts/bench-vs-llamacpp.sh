@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# kvplan's harness side by side with llama.cpp: the same GGUF, text, protocol (chunks of 256
+# tokens, BOS first, second half scored), thread count and f16/exact KV. Prints, per model,
+# perplexity, tokens/s as each tool reports it (model loading excluded), the ratio kvplan /
+# llama.cpp and each process's peak RSS.
+#
+# llama.cpp is a benchmark-only tool here, never a dependency of kvplan: this script builds it
+# once into the cache from the llama.cpp source the PyPI sdist llama-cpp-python==0.3.36 carries
+# (vendor/llama.cpp), verified by the sdist's sha256.
+#
+#   scripts/bench-vs-llamacpp.sh                         # every model present, 16 chunks
+#   KVPLAN_BENCH_CHUNKS=38 KVPLAN_BENCH_THREADS=2 scripts/bench-vs-llamacpp.sh
+#
+# Environment: KVPLAN_BUILD_DIR (kvplan's build, default build), KVPLAN_CACHE (default
+# ~/.cache/kvplan), KVPLAN_TEST_MODELS (stories260K, default ../shared/models), KVPLAN_TEST_DATA
+# (the text, default ../shared/data).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+readonly SDIST_VERSION="0.3.36"
+readonly SDIST_SHA256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+cache="${KVPLAN_CACHE:-${HOME}/.cache/kvplan}"
+kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
+text="${KVPLAN_TEST_DATA:-../shared/data}/tinystories-valid-sample.txt"
+threads="${KVPLAN_BENCH_THREADS:-$(nproc)}"
+chunks="${KVPLAN_BENCH_CHUNKS:-16}"
+llama_src="${cache}/llama.cpp-${SDIST_VERSION}"
+llama_bin="${llama_src}/build/bin"
+
+die() { echo "bench-vs-llamacpp: error: $*" >&2; exit 2; }
+[[ -x "${kvplan}" ]] || die "${kvplan} not built (scripts/build.sh)"
+[[ -f "${text}" ]] || die "${text} is missing"
+command -v /usr/bin/time >/dev/null || die "/usr/bin/time is needed (apt-get install time)"
+
+build_llamacpp() {
+  [[ -x "${llama_bin}/llama-perplexity" ]] && return 0
+  local work
+  work=$(mktemp -d "${cache}/.llama.cpp.XXXXXX")
+  trap 'rm -rf "${work}"' EXIT
+  echo "bench-vs-llamacpp: fetching llama-cpp-python==${SDIST_VERSION} (sdist, 77 MB)" >&2
+  python3 -m pip download --no-deps --no-binary=:all: --dest "${work}" \
+    "llama-cpp-python==${SDIST_VERSION}" >"${work}/pip.log" 2>&1 ||
+    { cat "${work}/pip.log" >&2; die "pip download llama-cpp-python failed"; }
+  local sdist="${work}/llama_cpp_python-${SDIST_VERSION}.tar.gz"
+  [[ "$(sha256sum "${sdist}" | cut -d' ' -f1)" == "${SDIST_SHA256}" ]] ||
+    die "${sdist}: sha256 differs from ${SDIST_SHA256}"
+  tar -xzf "${sdist}" -C "${work}"
+  rm -rf "${llama_src}"
+  mv "${work}/llama_cpp_python-${SDIST_VERSION}/vendor/llama.cpp" "${llama_src}"
+  echo "bench-vs-llamacpp: building llama-perplexity (a few minutes)" >&2
+  cmake -S "${llama_src}" -B "${llama_src}/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >"${work}/cmake.log" 2>&1 ||
+    { cat "${work}/cmake.log" >&2; die "cmake of llama.cpp failed"; }
+  cmake --build "${llama_src}/build" -j "$(nproc)" --target llama-perplexity >"${work}/build.log" 2>&1 ||
+    { tail -30 "${work}/build.log" >&2; die "building llama.cpp failed"; }
+}
+
+build_llamacpp
+out=$(mktemp -d)
+trap 'rm -rf "${out}"' EXIT
+
+models=("${KVPLAN_TEST_MODELS:-../shared/models}/stories260K.gguf"
+        "${cache}/SmolLM2-135M-Instruct.Q4_1.gguf"
+        "${cache}/gemma-3-270m-q4_k_m.gguf")
+i=0
+for model in "${models[@]}"; do
+  if [[ ! -f "${model}" ]]; then
+    echo "bench-vs-llamacpp: ${model} is missing (scripts/fetch-*.sh): left out" >&2
+    continue
+  fi
+  # %M: peak resident set in KiB.
+  /usr/bin/time -f "rss_kib %M" "${llama_bin}/llama-perplexity" -m "${model}" -f "${text}" \
+    -c 256 -b 256 -t "${threads}" --chunks "${chunks}" >"${out}/llama-${i}.log" 2>&1 ||
+    { tail -20 "${out}/llama-${i}.log" >&2; die "llama-perplexity failed on ${model}"; }
+  /usr/bin/time -f "rss_kib %M" -o "${out}/kvplan-${i}.time" "${kvplan}" eval --model "${model}" \
+    --text "${text}" --ctx 256 --chunks "${chunks}" --threads "${threads}" --device cpu --json \
+    >"${out}/kvplan-${i}.json" 2>"${out}/kvplan-${i}.log" ||
+    { tail -20 "${out}/kvplan-${i}.log" >&2; die "kvplan eval failed on ${model}"; }
+  echo "${model}" >"${out}/model-${i}"
+  i=$((i + 1))
+done
+
+python3 - "${out}" "${i}" "${threads}" "${chunks}" <<'PY'
+import json, os, re, sys
+out, n, threads, chunks = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+
+def rss_mib(text):
+    return int(re.search(r"rss_kib (\d+)", text).group(1)) / 1024
+
+print(f"same GGUF, text, -c 256 -b 256, {chunks} chunks, {threads} threads, f16 (llama.cpp) / exact (kvplan) KV")
+print(f"{'model':38} {'PPL llama.cpp':>13} {'PPL kvplan':>10} {'tok/s llama.cpp':>15} {'tok/s kvplan':>12} {'ratio':>6} {'RSS llama.cpp':>13} {'RSS kvplan':>10}")
+for i in range(n):
+    model = open(f"{out}/model-{i}").read().strip()
+    log = open(f"{out}/llama-{i}.log").read()
+    ppl = float(re.search(r"Final estimate: PPL = ([0-9.]+)", log).group(1))
+    m = re.search(r"prompt eval time =\s*([0-9.]+) ms /\s*(\d+) tokens", log)
+    llama_tps = int(m.group(2)) / (float(m.group(1)) / 1000)
+    r = json.load(open(f"{out}/kvplan-{i}.json"))["result"]
+    kv_tps = r["tokens_per_second"]
+    print(f"{os.path.basename(model):38} {ppl:13.4f} {r['ppl']:10.4f} {llama_tps:15.0f} {kv_tps:12.0f} "
+          f"{kv_tps / llama_tps:6.2f} {rss_mib(log):10.0f} MiB {rss_mib(open(f'{out}/kvplan-{i}.time').read()):6.0f} MiB")
+PY
