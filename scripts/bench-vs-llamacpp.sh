@@ -13,7 +13,8 @@
 #
 # Environment: KVPLAN_BUILD_DIR (kvplan's build, default build), KVPLAN_CACHE (default
 # ~/.cache/kvplan), KVPLAN_TEST_MODELS (stories260K, default ../shared/models), KVPLAN_TEST_DATA
-# (the text, default ../shared/data).
+# (the text, default ../shared/data), KVPLAN_LLAMACPP_BIN (a directory holding a llama-perplexity
+# already built from that source; skips the download and build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +26,7 @@ text="${KVPLAN_TEST_DATA:-../shared/data}/tinystories-valid-sample.txt"
 threads="${KVPLAN_BENCH_THREADS:-$(nproc)}"
 chunks="${KVPLAN_BENCH_CHUNKS:-16}"
 llama_src="${cache}/llama.cpp-${SDIST_VERSION}"
-llama_bin="${llama_src}/build/bin"
+llama_bin="${KVPLAN_LLAMACPP_BIN:-${llama_src}/build/bin}"
 
 die() { echo "bench-vs-llamacpp: error: $*" >&2; exit 2; }
 [[ -x "${kvplan}" ]] || die "${kvplan} not built (scripts/build.sh)"
@@ -93,8 +94,15 @@ for i in range(n):
     model = open(f"{out}/model-{i}").read().strip()
     log = open(f"{out}/llama-{i}.log").read()
     ppl = float(re.search(r"Final estimate: PPL = ([0-9.]+)", log).group(1))
-    m = re.search(r"prompt eval time =\s*([0-9.]+) ms /\s*(\d+) tokens", log)
-    llama_tps = int(m.group(2)) / (float(m.group(1)) / 1000)
+    # llama-perplexity stamps its log lines minutes.seconds.milliseconds.microseconds since start:
+    # the chunks run between "calculating perplexity over N chunks, n_ctx=C" and the final line.
+    def stamp(pattern):
+        m = re.search(r"^(\d+)\.(\d+)\.(\d+)\.(\d+) I " + pattern, log, re.M)
+        mn, sec, ms, us = (int(g) for g in m.groups()[:4])
+        return m, mn * 60 + sec + ms / 1e3 + us / 1e6
+    start, t0 = stamp(r"perplexity: calculating perplexity over (\d+) chunks, n_ctx=(\d+)")
+    _, t1 = stamp(r"Final estimate")
+    llama_tps = int(start.group(5)) * int(start.group(6)) / (t1 - t0)
     r = json.load(open(f"{out}/kvplan-{i}.json"))["result"]
     kv_tps = r["tokens_per_second"]
     print(f"{os.path.basename(model):38} {ppl:13.4f} {r['ppl']:10.4f} {llama_tps:15.0f} {kv_tps:12.0f} "
