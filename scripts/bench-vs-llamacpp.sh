@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # kvplan's harness side by side with llama.cpp: the same GGUF, text, protocol (chunks of 256
-# tokens, BOS first, second half scored), thread count and f16/exact KV. Prints, per model,
-# perplexity, tokens/s as each tool reports it (model loading excluded), the ratio kvplan /
-# llama.cpp and each process's peak RSS.
+# tokens, BOS first, second half scored), thread count and f16/exact KV. Prints, per model, the
+# medians over KVPLAN_BENCH_REPEATS (3) alternating runs of: tokens/s over the chunks (model
+# loading excluded), the ratio kvplan / llama.cpp, wall seconds (loading included) and peak RSS.
 #
 # llama.cpp is a benchmark-only tool here, never a dependency of kvplan: this script builds it
 # once into the cache from the llama.cpp source the PyPI sdist llama-cpp-python==0.3.36 carries
@@ -25,6 +25,7 @@ kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
 text="${KVPLAN_TEST_DATA:-../shared/data}/tinystories-valid-sample.txt"
 threads="${KVPLAN_BENCH_THREADS:-$(nproc)}"
 chunks="${KVPLAN_BENCH_CHUNKS:-16}"
+repeats="${KVPLAN_BENCH_REPEATS:-3}"
 llama_src="${cache}/llama.cpp-${SDIST_VERSION}"
 llama_bin="${KVPLAN_LLAMACPP_BIN:-${llama_src}/build/bin}"
 
@@ -69,30 +70,30 @@ for model in "${models[@]}"; do
     echo "bench-vs-llamacpp: ${model} is missing (scripts/fetch-*.sh): left out" >&2
     continue
   fi
-  # %M: peak resident set in KiB.
-  /usr/bin/time -f "rss_kib %M" "${llama_bin}/llama-perplexity" -m "${model}" -f "${text}" \
-    -c 256 -b 256 -t "${threads}" --chunks "${chunks}" >"${out}/llama-${i}.log" 2>&1 ||
-    { tail -20 "${out}/llama-${i}.log" >&2; die "llama-perplexity failed on ${model}"; }
-  /usr/bin/time -f "rss_kib %M" -o "${out}/kvplan-${i}.time" "${kvplan}" eval --model "${model}" \
-    --text "${text}" --ctx 256 --chunks "${chunks}" --threads "${threads}" --device cpu --json \
-    >"${out}/kvplan-${i}.json" 2>"${out}/kvplan-${i}.log" ||
-    { tail -20 "${out}/kvplan-${i}.log" >&2; die "kvplan eval failed on ${model}"; }
+  # The two tools alternate, so a slow spell of the machine hits both; the table takes medians.
+  # %M: peak resident set in KiB, %e: wall seconds (model loading included).
+  for r in $(seq 1 "${repeats}"); do
+    /usr/bin/time -f "rss_kib %M wall_s %e" "${llama_bin}/llama-perplexity" -m "${model}" \
+      -f "${text}" -c 256 -b 256 -t "${threads}" --chunks "${chunks}" \
+      >"${out}/llama-${i}-${r}.log" 2>&1 ||
+      { tail -20 "${out}/llama-${i}-${r}.log" >&2; die "llama-perplexity failed on ${model}"; }
+    /usr/bin/time -f "rss_kib %M wall_s %e" -o "${out}/kvplan-${i}-${r}.time" "${kvplan}" eval \
+      --model "${model}" --text "${text}" --ctx 256 --chunks "${chunks}" --threads "${threads}" \
+      --device cpu --json >"${out}/kvplan-${i}-${r}.json" 2>"${out}/kvplan-${i}-${r}.log" ||
+      { tail -20 "${out}/kvplan-${i}-${r}.log" >&2; die "kvplan eval failed on ${model}"; }
+  done
   echo "${model}" >"${out}/model-${i}"
   i=$((i + 1))
 done
 
-python3 - "${out}" "${i}" "${threads}" "${chunks}" <<'PY'
-import json, os, re, sys
-out, n, threads, chunks = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+python3 - "${out}" "${i}" "${threads}" "${chunks}" "${repeats}" <<'PY'
+import json, os, re, statistics, sys
+out, n, threads, chunks, repeats = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
 
-def rss_mib(text):
-    return int(re.search(r"rss_kib (\d+)", text).group(1)) / 1024
+def timing(text, key):
+    return float(re.search(key + r" ([0-9.]+)", text).group(1))
 
-print(f"same GGUF, text, -c 256 -b 256, {chunks} chunks, {threads} threads, f16 (llama.cpp) / exact (kvplan) KV")
-print(f"{'model':38} {'PPL llama.cpp':>13} {'PPL kvplan':>10} {'tok/s llama.cpp':>15} {'tok/s kvplan':>12} {'ratio':>6} {'RSS llama.cpp':>13} {'RSS kvplan':>10}")
-for i in range(n):
-    model = open(f"{out}/model-{i}").read().strip()
-    log = open(f"{out}/llama-{i}.log").read()
+def llama_run(log):
     ppl = float(re.search(r"Final estimate: PPL = ([0-9.]+)", log).group(1))
     # llama-perplexity stamps its log lines minutes.seconds.milliseconds.microseconds since start:
     # the chunks run between "calculating perplexity over N chunks, n_ctx=C" and the final line.
@@ -102,9 +103,25 @@ for i in range(n):
         return m, mn * 60 + sec + ms / 1e3 + us / 1e6
     start, t0 = stamp(r"perplexity: calculating perplexity over (\d+) chunks, n_ctx=(\d+)")
     _, t1 = stamp(r"Final estimate")
-    llama_tps = int(start.group(5)) * int(start.group(6)) / (t1 - t0)
-    r = json.load(open(f"{out}/kvplan-{i}.json"))["result"]
-    kv_tps = r["tokens_per_second"]
-    print(f"{os.path.basename(model):38} {ppl:13.4f} {r['ppl']:10.4f} {llama_tps:15.0f} {kv_tps:12.0f} "
-          f"{kv_tps / llama_tps:6.2f} {rss_mib(log):10.0f} MiB {rss_mib(open(f'{out}/kvplan-{i}.time').read()):6.0f} MiB")
+    tps = int(start.group(5)) * int(start.group(6)) / (t1 - t0)
+    return ppl, tps, timing(log, "wall_s"), timing(log, "rss_kib") / 1024
+
+def kvplan_run(i, r):
+    res = json.load(open(f"{out}/kvplan-{i}-{r}.json"))["result"]
+    t = open(f"{out}/kvplan-{i}-{r}.time").read()
+    return res["ppl"], res["tokens_per_second"], timing(t, "wall_s"), timing(t, "rss_kib") / 1024
+
+print(f"same GGUF, text, -c 256 -b 256, {chunks} chunks, {threads} threads, f16 (llama.cpp) / "
+      f"exact (kvplan) KV; medians of {repeats} alternating runs; tok/s over the chunks, wall "
+      f"with loading")
+print(f"{'model':34} {'PPL':>15} {'tok/s':>13} {'ratio':>6} {'wall s':>13} {'peak RSS MiB':>13}")
+print(f"{'':34} {'llama   kvplan':>15} {'llama kvplan':>13} {'':>6} {'llama kvplan':>13} {'llama kvplan':>13}")
+for i in range(n):
+    model = os.path.basename(open(f"{out}/model-{i}").read().strip())
+    ll = [llama_run(open(f"{out}/llama-{i}-{r}.log").read()) for r in range(1, repeats + 1)]
+    kv = [kvplan_run(i, r) for r in range(1, repeats + 1)]
+    med = lambda runs, k: statistics.median(x[k] for x in runs)
+    print(f"{model:34} {ll[0][0]:7.4f} {kv[0][0]:7.4f} {med(ll, 1):6.0f} {med(kv, 1):6.0f} "
+          f"{med(kv, 1) / med(ll, 1):6.2f} {med(ll, 2):6.1f} {med(kv, 2):6.1f} "
+          f"{med(ll, 3):6.0f} {med(kv, 3):6.0f}")
 PY
