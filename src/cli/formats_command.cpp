@@ -38,7 +38,7 @@ void run_formats(const FormatsOptions& o) {
       const size_t g = static_cast<size_t>(o.group_size);
       const double bytes =
           info.per_channel_keys
-              ? static_cast<double>(d * packed_row_bytes(f, g, g)) / static_cast<double>(g)
+              ? static_cast<double>(channel_group_bytes(f, d, g)) / static_cast<double>(g)
               : static_cast<double>(packed_row_bytes(f, d, g));
       row["bytes_per_row"] = bytes;
       row["effective_bits"] = 8.0 * bytes / static_cast<double>(d);

@@ -62,6 +62,10 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
   return static_cast<size_t>(row.row_bytes);
 }
 
+size_t channel_group_bytes(Format format, size_t head_dim, size_t group_size) {
+  return head_dim * packed_row_bytes(format, group_size, group_size);
+}
+
 double effective_bits(Format format, size_t n_values, size_t group_size) {
   return 8.0 * static_cast<double>(packed_row_bytes(format, n_values, group_size)) /
          static_cast<double>(n_values);

@@ -22,6 +22,10 @@ size_t effective_group_size(Format format, size_t n_values, size_t group_size);
 // (slots are sized per token, see Format::slot_bytes) — with a message naming format and sizes.
 size_t packed_row_bytes(Format format, size_t n_values, size_t group_size);
 
+// Bytes of group_size tokens of one KV head's keys packed per channel (KIVI): head_dim rows of
+// group_size values each. Throws like packed_row_bytes.
+size_t channel_group_bytes(Format format, size_t head_dim, size_t group_size);
+
 // 8 * bytes / values: bits per value including scales, zero points and block overhead.
 double effective_bits(Format format, size_t n_values, size_t group_size);
 

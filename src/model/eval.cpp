@@ -137,13 +137,13 @@ EvalResult evaluate_prompts(const Transformer& model,
   for (const std::vector<int32_t>& p : prompts) {
     if (p.size() < 2) continue;  // nothing to predict
     RowMatrix quantized = run(model, p, options.kv, &acc, 0);
-    ReferenceDistribution exact;
-    if (compare) exact.logits = run(model, p, KvCacheOptions::exact_kv(), nullptr, 0);
     const Eigen::Index rows = quantized.rows() - 1;  // the last row predicts past the prompt
     quantized.conservativeResize(rows, Eigen::NoChange);
+    ReferenceDistribution exact;
     if (compare) {
-      exact.logits.conservativeResize(rows, Eigen::NoChange);
-      exact = reference_distribution(std::move(exact.logits));
+      RowMatrix logits = run(model, p, KvCacheOptions::exact_kv(), nullptr, 0);
+      logits.conservativeResize(rows, Eigen::NoChange);
+      exact = reference_distribution(std::move(logits));
     }
     acc.score(quantized, compare ? &exact : nullptr, p, 1);
     if (options.progress) options.progress(++done, static_cast<int>(prompts.size()));

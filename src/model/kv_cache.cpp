@@ -142,7 +142,7 @@ void LayerKvCache::quantize_per_token(size_t begin, size_t end) {
 void LayerKvCache::quantize_kivi_window(size_t begin, size_t end) {
   const size_t hd = static_cast<size_t>(head_dim_);
   const size_t g = settings_.group_size;
-  const size_t channel_bytes = packed_row_bytes(pair_.key, g, g) * hd;
+  const size_t channel_bytes = channel_group_bytes(pair_.key, hd, g);
   const size_t vb = packed_row_bytes(pair_.value, hd, g);
   for (int h = 0; h < n_kv_heads_; ++h) {
     const PackOptions kopt{.group_size = g, .fp8_scale = fp8_scales_.key_scale(h)};

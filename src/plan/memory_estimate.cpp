@@ -8,13 +8,23 @@ namespace {
 
 constexpr uint64_t kResidualBytesPerValue = 2;  // kivi's full-precision window is bf16
 
-uint64_t row_bytes_for(const Format& format, size_t n, size_t group, int layer_index,
-                       const char* which) {
+// Runs a size computation of src/formats, naming the layer and side in its error.
+template <typename Size>
+uint64_t bytes_for(int layer_index, const char* which, Size&& size) {
   try {
-    return packed_row_bytes(format, n, group);
+    return size();
   } catch (const Error& e) {
     fail(e.code(), "layer {} {}: {}", layer_index, which, e.what());
   }
+}
+
+uint64_t row_bytes_for(const Format& format, size_t n, size_t group, int layer_index,
+                       const char* which) {
+  return bytes_for(layer_index, which, [&] { return packed_row_bytes(format, n, group); });
+}
+
+uint64_t key_group_bytes_for(const Format& key, size_t dim, size_t group, int layer_index) {
+  return bytes_for(layer_index, "key", [&] { return channel_group_bytes(key, dim, group); });
 }
 
 }  // namespace
@@ -30,8 +40,7 @@ LayerTokenBytes layer_bytes_per_token(const KvLayerGeometry& layer, const KvPair
                                                           layer_index, "value"));
   if (keys_packed_per_channel(pair, settings)) {
     const size_t g = settings.group_size;
-    bytes.key = heads * static_cast<double>(dim) *
-                static_cast<double>(row_bytes_for(pair.key, g, g, layer_index, "key")) /
+    bytes.key = heads * static_cast<double>(key_group_bytes_for(pair.key, dim, g, layer_index)) /
                 static_cast<double>(g);
   } else {
     bytes.key = heads * static_cast<double>(
@@ -63,7 +72,7 @@ uint64_t layer_kv_bytes(const KvLayerGeometry& layer, const KvPair& pair,
   uint64_t key_bytes;
   if (keys_packed_per_channel(pair, settings)) {
     const size_t g = settings.group_size;
-    key_bytes = quantized / g * heads * dim * row_bytes_for(pair.key, g, g, layer_index, "key");
+    key_bytes = quantized / g * heads * key_group_bytes_for(pair.key, dim, g, layer_index);
   } else {
     key_bytes =
         quantized * heads * row_bytes_for(pair.key, dim, settings.group_size, layer_index, "key");

@@ -6,12 +6,18 @@
 namespace kvplan {
 namespace {
 
-size_t row_bytes_at(const Format& f, size_t n, size_t group, int layer, const char* side) {
+// Runs a size computation of src/formats, naming the layer and side in its error.
+template <typename Size>
+size_t page_bytes_for(int layer, const char* side, Size&& size) {
   try {
-    return packed_row_bytes(f, n, group);
+    return size();
   } catch (const Error& e) {
     fail(e.code(), "layer {} {} page: {}", layer, side, e.what());
   }
+}
+
+size_t row_bytes_at(const Format& f, size_t n, size_t group, int layer, const char* side) {
+  return page_bytes_for(layer, side, [&] { return packed_row_bytes(f, n, group); });
 }
 
 }  // namespace
@@ -53,8 +59,9 @@ PlanLayout::PlanLayout(const Plan& plan, const LayoutOptions& options)
                "block_size {} is not a multiple of it",
                l, lg.pair.key.name(), gs, block_size_);
         }
-        lg.key_page_bytes =
-            block_size_ / gs * heads * dim * row_bytes_at(lg.pair.key, gs, gs, l, "key");
+        lg.key_page_bytes = block_size_ / gs * heads * page_bytes_for(l, "key", [&] {
+                              return channel_group_bytes(lg.pair.key, dim, gs);
+                            });
       } else {
         lg.key_page_bytes =
             block_size_ * heads * row_bytes_at(lg.pair.key, dim, settings_.group_size, l, "key");
