@@ -31,9 +31,22 @@ const char* layout_name(RopeLayout l) {
   return l == RopeLayout::kAdjacentPairs ? "adjacent pairs (ggml normal)" : "half split (neox)";
 }
 
+std::string rope_scaling_text(const ModelConfig& c) {
+  switch (c.rope_scaling) {
+    case RopeScaling::kLinear:
+      return fmt::format("linear x{:g}", c.rope_factor);
+    case RopeScaling::kLlama3:
+      return fmt::format("llama3 x{:g}", c.rope_factor);
+    case RopeScaling::kNone:
+      break;
+  }
+  return c.unsupported_rope_scaling.empty() ? "none" : c.unsupported_rope_scaling;
+}
+
 void run_inspect(const InspectOptions& o) {
   const ModelInfo info = read_model_info(o.model);
   const ModelConfig& c = info.config;
+  const std::string harness_problem = harness_support_problem(c, info.file_format);
   uint64_t params = 0, bytes = 0;
   for (const TensorSummary& t : info.tensors) {
     uint64_t n = 1;
@@ -62,7 +75,9 @@ void run_inspect(const InspectOptions& o) {
                      {"file_format", info.file_format},
                      {"name", c.name},
                      {"architecture", c.architecture},
-                     {"supported_by_harness", is_supported_architecture(c.architecture)},
+                     {"supported_by_harness", harness_problem.empty()},
+                     {"harness_problem",
+                      harness_problem.empty() ? nlohmann::json() : nlohmann::json(harness_problem)},
                      {"fingerprint", hash_hex(info.fingerprint)},
                      {"num_layers", c.n_layers},
                      {"num_attention_heads", c.n_heads},
@@ -76,6 +91,9 @@ void run_inspect(const InspectOptions& o) {
                      {"rope_theta_sliding", c.rope_theta_sliding},
                      {"sliding_window", c.sliding_window},
                      {"rope_layout", layout_name(c.rope_layout)},
+                     {"rope_scaling", rope_scaling_text(c)},
+                     {"attn_logit_softcap", c.attn_logit_softcap},
+                     {"final_logit_softcap", c.final_logit_softcap},
                      {"rms_norm_eps", c.rms_norm_eps},
                      {"attention_bias", c.attention_bias},
                      {"tied_embeddings", c.tied_embeddings},
@@ -90,7 +108,8 @@ void run_inspect(const InspectOptions& o) {
   std::printf("model         %s (%s, %s)\n", c.name.c_str(), o.model.c_str(),
               info.file_format.c_str());
   std::printf("architecture  %s%s\n", c.architecture.c_str(),
-              is_supported_architecture(c.architecture) ? "" : " (not runnable by the harness)");
+              harness_problem.empty() ? "" : " (not runnable by the harness)");
+  if (!harness_problem.empty()) std::printf("harness       %s\n", harness_problem.c_str());
   std::printf("fingerprint   %s\n", hash_hex(info.fingerprint).c_str());
   std::printf("layers        %d, hidden %d, ffn %d, vocab %d\n", c.n_layers, c.hidden_size,
               c.ffn_size, c.vocab_size);
@@ -104,11 +123,15 @@ void run_inspect(const InspectOptions& o) {
     std::printf("window        %lld tokens on %lld of %d layers (the others global)\n",
                 static_cast<long long>(window), static_cast<long long>(sliding), c.n_layers);
   }
-  std::printf("rope          theta %g%s, %s\n", c.rope_theta,
+  std::printf("rope          theta %g%s, %s, scaling %s\n", c.rope_theta,
               c.rope_theta_sliding > 0
-                  ? fmt::format(" (sliding layers {:g})", c.rope_theta_sliding).c_str()
+                  ? fmt::format(" (sliding layers {:g}, unscaled)", c.rope_theta_sliding).c_str()
                   : "",
-              layout_name(c.rope_layout));
+              layout_name(c.rope_layout), rope_scaling_text(c).c_str());
+  if (c.attn_logit_softcap > 0 || c.final_logit_softcap > 0) {
+    std::printf("soft caps     attention scores %g, final logits %g\n", c.attn_logit_softcap,
+                c.final_logit_softcap);
+  }
   std::printf("embeddings    %s\n",
               c.tied_embeddings ? "tied (output = token_embd)" : "separate output matrix");
   std::printf("parameters    %.2fM in %s\n", static_cast<double>(params) / 1e6,

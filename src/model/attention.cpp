@@ -7,6 +7,8 @@
 
 #include <Eigen/Core>
 
+#include "model/logit_softcap.h"
+
 namespace kvplan {
 namespace {
 
@@ -69,6 +71,9 @@ void attend_chunk(const float* q, size_t q_stride, size_t n, size_t pos0, const 
     Mat scores(rows, span);
     scores.noalias() = qh * kg.transpose();
     scores *= scale;
+    if (shape.logit_softcap > 0) {
+      scores = scores.unaryExpr([cap = shape.logit_softcap](float s) { return soft_cap(s, cap); });
+    }
     for (Eigen::Index r = 0; r < rows; ++r) {
       const Eigen::Index position = p0 + b0 + r;
       masked_softmax(scores.row(r), first_key(position) - k0, position - k0);

@@ -12,7 +12,8 @@ struct AttentionShape {
   int n_heads = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
-  int64_t window = 0;  // sliding window in tokens; 0 = full attention
+  int64_t window = 0;          // sliding window in tokens; 0 = full attention
+  float logit_softcap = 0.0f;  // scores pass through soft_cap before the softmax; 0 = none
 };
 
 // q: [T, n_heads * head_dim] (row stride q_stride) of the chunk whose first token sits at position

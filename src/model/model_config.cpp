@@ -104,6 +104,11 @@ std::vector<int64_t> hf_sliding_windows(const json& j, int n_layers, const std::
     for (int64_t l = full; l < n_layers; ++l) windows[l] = window;
     return windows;
   }
+  if (j.value("model_type", "") == "gemma2") {
+    // Gemma 2 configs written before layer_types: even layers slide, odd ones are global.
+    for (int l = 0; l < n_layers; l += 2) windows[l] = window;
+    return windows;
+  }
   std::fill(windows.begin(), windows.end(), window);
   return windows;
 }
@@ -123,6 +128,52 @@ int64_t gguf_count(const GgufFile& gguf, const std::string& key, int64_t max) {
 std::string lowercase(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
+}
+
+// One RoPE description, as config.json's rope_scaling (transformers 4) or an entry of
+// rope_parameters (transformers 5, which moves rope_theta into it) gives it.
+void apply_rope_entry(const JsonFields& rs, ModelConfig& c) {
+  if (const auto theta = rs.optional_number("rope_theta", 0.0)) c.rope_theta = *theta;
+  const std::string type =
+      rs.optional_string("rope_type").value_or(rs.optional_string("type").value_or(""));
+  if (type == "llama3") {
+    c.rope_scaling = RopeScaling::kLlama3;
+    c.rope_factor = rs.optional_number("factor").value_or(8.0);
+    c.rope_low_freq_factor = rs.optional_number("low_freq_factor").value_or(1.0);
+    c.rope_high_freq_factor = rs.optional_number("high_freq_factor").value_or(4.0);
+    c.rope_original_context =
+        rs.optional_integer("original_max_position_embeddings", 0, INT64_MAX).value_or(8192);
+  } else if (type == "linear") {
+    c.rope_scaling = RopeScaling::kLinear;
+    c.rope_factor = rs.optional_number("factor").value_or(1.0);
+  } else if (!type.empty() && type != "default") {
+    c.unsupported_rope_scaling = "RoPE type '" + type + "'";
+  }
+  if (const double partial = rs.optional_number("partial_rotary_factor").value_or(1.0);
+      partial != 1.0) {
+    c.unsupported_rope_scaling = fmt::format("partial_rotary_factor {}", partial);
+  }
+}
+
+// What HF's modeling files for each family do beyond the Llama block (transformers'
+// models/<family>/modeling_<family>.py).
+void apply_family_conventions(const JsonFields& f, ModelConfig& c) {
+  if (c.architecture == "gemma3_text") c.architecture = "gemma3";
+  if (c.architecture == "qwen3") c.qk_norm = true;  // plain RMS norms over each Q and K head
+  if (c.architecture != "gemma2" && c.architecture != "gemma3") return;
+  c.post_norms = true;
+  c.qk_norm = c.architecture == "gemma3";
+  c.norm_weights_offset_by_one = true;
+  c.ffn_activation = FfnActivation::kGeluTanh;
+  // The normalizer is hidden_size ** 0.5 cast to the activations' dtype (f32 here).
+  c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
+  const double scalar = f.optional_number("query_pre_attn_scalar", 0.0).value_or(c.head_dim);
+  c.attention_scale = 1.0 / std::sqrt(scalar > 0 ? scalar : static_cast<double>(c.head_dim));
+  c.attn_logit_softcap = f.optional_number("attn_logit_softcapping", 0.0).value_or(0.0);
+  c.final_logit_softcap = f.optional_number("final_logit_softcapping", 0.0).value_or(0.0);
+  if (c.architecture == "gemma3" && c.rope_theta_sliding == 0) {
+    c.rope_theta_sliding = f.optional_number("rope_local_base_freq", 0.0).value_or(10000.0);
+  }
 }
 
 }  // namespace
@@ -198,21 +249,38 @@ ModelConfig hf_config_from_json(const json& root, const std::string& source) {
   c.tied_embeddings = top.optional_boolean("tie_word_embeddings").value_or(false);
   c.rope_layout = RopeLayout::kHalfSplit;
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
-    const JsonFields rs(j["rope_scaling"], source + ": rope_scaling");
-    const std::string type =
-        rs.optional_string("rope_type").value_or(rs.optional_string("type").value_or(""));
-    if (type == "llama3") {
-      c.rope_scaling = RopeScaling::kLlama3;
-      c.rope_factor = rs.optional_number("factor").value_or(8.0);
-      c.rope_low_freq_factor = rs.optional_number("low_freq_factor").value_or(1.0);
-      c.rope_high_freq_factor = rs.optional_number("high_freq_factor").value_or(4.0);
-      c.rope_original_context =
-          rs.optional_integer("original_max_position_embeddings", 0, INT64_MAX).value_or(8192);
-    } else if (type == "linear") {
-      c.rope_scaling = RopeScaling::kLinear;
-      c.rope_factor = rs.optional_number("factor").value_or(1.0);
+    apply_rope_entry(JsonFields(j["rope_scaling"], source + ": rope_scaling"), c);
+  }
+  // transformers 5 writes rope_parameters: one entry, or one per layer type.
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    const json& rp = j["rope_parameters"];
+    if (rp.contains("full_attention") || rp.contains("sliding_attention")) {
+      if (rp.contains("full_attention") && rp["full_attention"].is_object()) {
+        apply_rope_entry(
+            JsonFields(rp["full_attention"], source + ": rope_parameters.full_attention"), c);
+      }
+      if (rp.contains("sliding_attention") && rp["sliding_attention"].is_object()) {
+        ModelConfig sliding;
+        apply_rope_entry(
+            JsonFields(rp["sliding_attention"], source + ": rope_parameters.sliding_attention"),
+            sliding);
+        c.rope_theta_sliding = sliding.rope_theta;
+        if (sliding.rope_scaling != RopeScaling::kNone) {
+          c.unsupported_rope_scaling = "a scaled RoPE on the sliding-window layers";
+        }
+        if (!sliding.unsupported_rope_scaling.empty()) {
+          c.unsupported_rope_scaling = sliding.unsupported_rope_scaling;
+        }
+      }
+    } else {
+      apply_rope_entry(JsonFields(rp, source + ": rope_parameters"), c);
     }
   }
+  if (const double partial = f.optional_number("partial_rotary_factor").value_or(1.0);
+      partial != 1.0) {
+    c.unsupported_rope_scaling = fmt::format("partial_rotary_factor {}", partial);
+  }
+  apply_family_conventions(f, c);
   return c;
 }
 

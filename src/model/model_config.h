@@ -62,6 +62,15 @@ struct ModelConfig {
   double embedding_scale = 1.0;     // token embeddings are multiplied by it (Gemma: sqrt(hidden))
   double attention_scale = 0.0;     // the q.k multiplier; 0 = 1 / sqrt(head_dim)
   double rope_theta_sliding = 0.0;  // RoPE base of the sliding-window layers; 0 = rope_theta
+  // Gemma 2: scores and logits pass through cap * tanh(x / cap); 0 = no cap.
+  double attn_logit_softcap = 0.0;
+  double final_logit_softcap = 0.0;
+  // A RoPE scaling the harness does not implement ("yarn", "longrope", ...): the estimator needs
+  // none of it, so the config loads and the harness refuses the model naming it. Empty = none.
+  std::string unsupported_rope_scaling;
+  // HF Gemma checkpoints store each RMS norm weight as w and apply 1 + w; GGUF converters store
+  // 1 + w. The loader adds 1 when this is set, so the forward applies plain weights.
+  bool norm_weights_offset_by_one = false;
 };
 
 // Reads an HF config.json (or a directory holding one). Refuses MLA and hybrid (SSM/linear

@@ -12,15 +12,15 @@
 namespace kvplan {
 namespace {
 
-constexpr const char* kArchitectures[] = {"llama", "mistral", "qwen2", "gemma3"};
+// GGUF files name the family's tensors llama.cpp's way; its converters fuse or rename some
+// (Phi-3's attn_qkv and fused ffn_up), so the GGUF set is the one the harness reads and checks.
+constexpr const char* kGgufArchitectures[] = {"llama", "mistral", "qwen2", "gemma3"};
+constexpr const char* kHfArchitectures[] = {"llama", "mistral", "qwen2", "qwen3",
+                                            "phi3",  "gemma2",  "gemma3"};
 
-void require_supported(const ModelConfig& c) {
-  if (!is_supported_architecture(c.architecture)) {
-    fail(ErrorCode::kUnimplemented,
-         "{}: architecture '{}' is not supported by the harness (supported: llama, mistral, "
-         "qwen2, gemma3)",
-         c.source, c.architecture);
-  }
+void require_supported(const ModelConfig& c, std::string_view file_format) {
+  const std::string problem = harness_support_problem(c, file_format);
+  if (!problem.empty()) fail(ErrorCode::kUnimplemented, "{}: {}", c.source, problem);
 }
 
 void finish(ModelWeights& w) {
@@ -31,9 +31,23 @@ void finish(ModelWeights& w) {
 
 }  // namespace
 
-bool is_supported_architecture(const std::string& architecture) {
-  return std::find(std::begin(kArchitectures), std::end(kArchitectures), architecture) !=
-         std::end(kArchitectures);
+std::string harness_support_problem(const ModelConfig& c, std::string_view file_format) {
+  const bool gguf = file_format == "gguf";
+  const auto begin = gguf ? std::begin(kGgufArchitectures) : std::begin(kHfArchitectures);
+  const auto end = gguf ? std::end(kGgufArchitectures) : std::end(kHfArchitectures);
+  if (std::find(begin, end, c.architecture) == end) {
+    std::string names;
+    for (auto it = begin; it != end; ++it) names += (names.empty() ? "" : ", ") + std::string(*it);
+    return fmt::format(
+        "architecture '{}' is not supported by the harness in {} files (supported: {})",
+        c.architecture, gguf ? "GGUF" : "safetensors", names);
+  }
+  if (!c.unsupported_rope_scaling.empty()) {
+    return fmt::format(
+        "{} is not implemented by the harness (supported RoPE: plain, linear, llama3)",
+        c.unsupported_rope_scaling);
+  }
+  return "";
 }
 
 size_t ModelWeights::n_parameters() const {
@@ -52,7 +66,7 @@ ModelWeights load_gguf_weights(const GgufFile& gguf) {
   w.config = gguf_model_config(gguf);
   w.path = gguf.path();
   w.file_format = "gguf";
-  require_supported(w.config);
+  require_supported(w.config, "gguf");
   for (const GgufTensorInfo& t : gguf.tensors()) {
     TensorSummary s{t.name, {t.dims.rbegin(), t.dims.rend()}, std::string(t.type->name), t.n_bytes};
     w.tensors.push_back(std::move(s));
@@ -90,7 +104,7 @@ ModelWeights load_safetensors_weights(const std::filesystem::path& model_dir) {
   w.config = load_hf_config(model_dir);
   w.path = model_dir;
   w.file_format = "safetensors";
-  require_supported(w.config);
+  require_supported(w.config, "safetensors");
   const SafetensorsSet set(model_dir);
   for (const SafetensorsTensor* t : set.tensors()) {
     w.tensors.push_back({t->name, t->shape, t->dtype_name, t->bytes.size()});
@@ -181,6 +195,10 @@ uint64_t model_fingerprint(const ModelConfig& c, const std::vector<TensorSummary
   h.update_u64(static_cast<uint64_t>(c.rope_layout))
       .update_u64(static_cast<uint64_t>(c.rope_scaling));
   h.update(fmt::format("{:.6g}", c.rope_factor));
+  // Absent from the fingerprints of models without caps, so theirs stay what they were.
+  if (c.attn_logit_softcap > 0 || c.final_logit_softcap > 0) {
+    h.update(fmt::format("softcap {:.6g}/{:.6g}", c.attn_logit_softcap, c.final_logit_softcap));
+  }
   std::vector<const TensorSummary*> sorted;
   for (const TensorSummary& t : tensors) sorted.push_back(&t);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });

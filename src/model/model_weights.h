@@ -83,8 +83,10 @@ ModelWeights load_model_weights(const std::filesystem::path& path);
 ModelWeights load_gguf_weights(const GgufFile& gguf);
 ModelWeights load_safetensors_weights(const std::filesystem::path& model_dir);
 
-// The architectures load_model_weights runs ("llama", "mistral", "qwen2").
-bool is_supported_architecture(const std::string& architecture);
+// Why load_model_weights would refuse this model read from a `file_format` ("gguf" or
+// "safetensors") file: an architecture it does not run, or a RoPE variant it lacks; empty when it
+// runs it.
+std::string harness_support_problem(const ModelConfig& config, std::string_view file_format);
 
 // Hash of the architecture fields and of the tensors' names, shapes and types — not the weights —
 // so that a plan can say which model it was made for (ARCHITECTURE §3.2).

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "model/attention.h"
+#include "model/logit_softcap.h"
 #include "model/rope.h"
 
 namespace kvplan {
@@ -133,8 +134,10 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
   // Sliding-window layers with their own RoPE base (Gemma 3's local layers).
   std::optional<RopeTable> rope_sliding;
   if (c.rope_theta_sliding > 0) {
+    // Gemma 3 scales the global layers' RoPE only (llama.cpp: rope_freq_scale_train_swa = 1).
     ModelConfig sliding = c;
     sliding.rope_theta = c.rope_theta_sliding;
+    sliding.rope_scaling = RopeScaling::kNone;
     rope_sliding.emplace(sliding, weights_.rope_freq_factors);
     rope_sliding->prepare(pos0, static_cast<size_t>(T));
   }
@@ -194,7 +197,8 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     const bool quantize_first = cache.options().chunk_attends_quantized;
     if (quantize_first) layer_cache.commit();
     const AttentionShape shape{c.n_heads, n_kv, c.head_dim,
-                               c.sliding_window[static_cast<size_t>(l)]};
+                               c.sliding_window[static_cast<size_t>(l)],
+                               static_cast<float>(c.attn_logit_softcap)};
     attend_chunk(qkv.data(), stride, static_cast<size_t>(T), pos0, layer_cache, shape, attn.data(),
                  static_cast<size_t>(attn.cols()));
     if (!quantize_first) layer_cache.commit();
@@ -248,6 +252,10 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     rms_norm(x, weights_.output_norm, c.rms_norm_eps, normed);
   }
   matmul_transposed(normed, weights_.lm_head(), logits);
+  if (c.final_logit_softcap > 0) {
+    const float cap = static_cast<float>(c.final_logit_softcap);
+    logits = logits.unaryExpr([cap](float z) { return soft_cap(z, cap); });
+  }
   if (capture != nullptr) capture->logits = logits;
   return logits;
 }

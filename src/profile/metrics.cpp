@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "model/logit_softcap.h"
 
 namespace kvplan {
 
@@ -56,11 +57,15 @@ MetricSum squared_row_error(const RowMatrix& exact, const RowMatrix& approx) {
 }
 
 RowMatrix attention_probabilities(const RowMatrix& q_head, const RowMatrix& k_head,
-                                  int64_t window) {
+                                  const AttentionLayerShape& shape) {
   const Eigen::Index T = q_head.rows();
+  const int64_t window = shape.window;
   const float scale = 1.0f / std::sqrt(static_cast<float>(q_head.cols()));
   RowMatrix p;
   p.noalias() = (q_head * k_head.transpose()) * scale;  // [T, T]
+  if (shape.logit_softcap > 0) {
+    p = p.unaryExpr([cap = shape.logit_softcap](float s) { return soft_cap(s, cap); });
+  }
   for (Eigen::Index t = 0; t < T; ++t) {
     Eigen::Index first = 0;
     if (window > 0 && t + 1 > window) first = t + 1 - window;
@@ -107,8 +112,8 @@ LayerErrors layer_errors(const RowMatrix& q, const RowMatrix& k, const RowMatrix
   const int group = shape.n_heads / shape.n_kv_heads;
   for (int h = 0; h < shape.n_heads; ++h) {
     const size_t g = static_cast<size_t>(h / group);
-    const RowMatrix p = attention_probabilities(qh[static_cast<size_t>(h)], kh[g], shape.window);
-    const RowMatrix pq = attention_probabilities(qh[static_cast<size_t>(h)], khq[g], shape.window);
+    const RowMatrix p = attention_probabilities(qh[static_cast<size_t>(h)], kh[g], shape);
+    const RowMatrix pq = attention_probabilities(qh[static_cast<size_t>(h)], khq[g], shape);
     e.e_a.add(attention_score_error(p, pq));
     // Every product in the profiler is written `out.noalias() = a * b`: Eigen evaluates
     // `out = a * b` into an existing matrix along another path whose rounding differs.

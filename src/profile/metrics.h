@@ -47,7 +47,8 @@ struct AttentionLayerShape {
   int n_heads = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
-  int64_t window = 0;  // sliding window in tokens; 0 = full attention
+  int64_t window = 0;          // sliding window in tokens; 0 = full attention
+  float logit_softcap = 0.0f;  // Gemma 2's cap on the scores (soft_cap); 0 = none
 };
 
 // [T, n * head_dim] -> n matrices [T, head_dim].
@@ -61,7 +62,8 @@ MetricSum squared_row_error(const RowMatrix& exact, const RowMatrix& approx);
 
 // Causal (and windowed) softmax(q k^T / sqrt(head_dim)) of one head: [T, T], zeros outside the
 // mask.
-RowMatrix attention_probabilities(const RowMatrix& q_head, const RowMatrix& k_head, int64_t window);
+RowMatrix attention_probabilities(const RowMatrix& q_head, const RowMatrix& k_head,
+                                  const AttentionLayerShape& shape);
 
 // Sum over rows of sum_j |approx - exact|; count = rows.
 MetricSum attention_score_error(const RowMatrix& exact, const RowMatrix& approx);

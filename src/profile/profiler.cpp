@@ -185,7 +185,8 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
                                  const KvHeadAbsmax& absmax, GpuAttention* gpu) {
   const size_t L = static_cast<size_t>(l);
   const int n_kv = c.n_kv_heads[L];
-  const AttentionLayerShape shape{c.n_heads, n_kv, c.head_dim, c.sliding_window[L]};
+  const AttentionLayerShape shape{c.n_heads, n_kv, c.head_dim, c.sliding_window[L],
+                                  static_cast<float>(c.attn_logit_softcap)};
   const std::vector<RowMatrix> qh = split_heads(cap.q[L], c.n_heads, c.head_dim);
   const std::vector<RowMatrix> kh = split_heads(cap.k[L], n_kv, c.head_dim);
   const std::vector<RowMatrix> vh = split_heads(cap.v[L], n_kv, c.head_dim);
@@ -194,7 +195,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
   for (int h = 0; h < c.n_heads; ++h) {
     const size_t g = static_cast<size_t>(h / group);
     p_exact[static_cast<size_t>(h)] =
-        attention_probabilities(qh[static_cast<size_t>(h)], kh[g], shape.window);
+        attention_probabilities(qh[static_cast<size_t>(h)], kh[g], shape);
     o_exact[static_cast<size_t>(h)].noalias() = p_exact[static_cast<size_t>(h)] * vh[g];
   }
   LayerPartials out;
@@ -221,7 +222,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
     for (int h = 0; h < c.n_heads; ++h) {
       const size_t g = static_cast<size_t>(h / group);
       p_quant[f][static_cast<size_t>(h)] =
-          attention_probabilities(qh[static_cast<size_t>(h)], khq[g], shape.window);
+          attention_probabilities(qh[static_cast<size_t>(h)], khq[g], shape);
       out.e_a[f].add(attention_score_error(p_exact[static_cast<size_t>(h)],
                                            p_quant[f][static_cast<size_t>(h)]));
     }
@@ -379,11 +380,11 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   if (std::find(dkl_measured.begin(), dkl_measured.end(), false) != dkl_measured.end()) {
     profile.dkl_measured = dkl_measured;
   }
-  // The attention-side metrics go to the GPU when one was chosen and no candidate runs KIVI (its
-  // kernels pack per token); the profile records where they ran (GPU probabilities differ from the
-  // CPU's in rounding).
-  const bool attention_on_gpu =
-      options.gpu_device >= 0 && GpuAttention::supports(options.settings, candidates);
+  // The attention-side metrics go to the GPU when one was chosen, no candidate runs KIVI (its
+  // kernels pack per token) and the scores are not soft-capped (the kernels have no cap); the
+  // profile records where they ran (GPU probabilities differ from the CPU's in rounding).
+  const bool attention_on_gpu = options.gpu_device >= 0 && c.attn_logit_softcap == 0 &&
+                                GpuAttention::supports(options.settings, candidates);
   profile.attention_device = attention_on_gpu ? "gpu" : "cpu";
   if (options.resume != nullptr) {
     const Profile& r = *options.resume;

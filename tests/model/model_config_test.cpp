@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "core/error.h"
 #include "model/gguf_file.h"
+#include "model/model_weights.h"
 #include "model_file_writers.h"
 #include "plan/memory_estimate.h"
 
@@ -72,6 +74,68 @@ TEST(ModelConfig, NegativeMaxWindowLayersMeansEveryLayerSlides) {
   const ModelConfig c = hf_config_from_text(
       "{" + std::string(kBase) + R"(, "sliding_window": 64, "max_window_layers": -5})", "c.json");
   EXPECT_EQ(c.sliding_window, (std::vector<int64_t>{64, 64}));
+}
+
+// Real HF Gemma 3 checkpoints (transformers 4 configs): the local RoPE base in its own field, the
+// scaling for the global layers in rope_scaling, the window on five layers in six.
+TEST(ModelConfig, HfGemma3TextConventions) {
+  const ModelConfig c = hf_config_from_text(
+      R"({"model_type": "gemma3_text", "num_hidden_layers": 6, "hidden_size": 640,
+          "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+          "query_pre_attn_scalar": 256, "sliding_window": 512, "sliding_window_pattern": 6,
+          "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+          "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+          "final_logit_softcapping": null, "attn_logit_softcapping": null})",
+      "g/config.json");
+  EXPECT_EQ(c.architecture, "gemma3");
+  EXPECT_TRUE(c.qk_norm && c.post_norms && c.norm_weights_offset_by_one);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::kGeluTanh);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.embedding_scale), std::sqrt(640.0f));
+  EXPECT_DOUBLE_EQ(c.attention_scale, 1.0 / 16.0);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_theta_sliding, 1e4);
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kLinear);
+  EXPECT_EQ(c.sliding_window, (std::vector<int64_t>{512, 512, 512, 512, 512, 0}));
+  EXPECT_EQ(c.attn_logit_softcap, 0.0);
+  EXPECT_TRUE(c.unsupported_rope_scaling.empty());
+}
+
+// Gemma 2 configs from before layer_types: even layers slide; the soft caps come from the config.
+TEST(ModelConfig, HfGemma2AlternatesWindowsAndCaps) {
+  const ModelConfig c = hf_config_from_text(
+      R"({"model_type": "gemma2", "num_hidden_layers": 4, "hidden_size": 64,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+          "sliding_window": 4096, "query_pre_attn_scalar": 144,
+          "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0})",
+      "g/config.json");
+  EXPECT_EQ(c.sliding_window, (std::vector<int64_t>{4096, 0, 4096, 0}));
+  EXPECT_EQ(c.attn_logit_softcap, 50.0);
+  EXPECT_EQ(c.final_logit_softcap, 30.0);
+  EXPECT_DOUBLE_EQ(c.attention_scale, 1.0 / 12.0);
+  EXPECT_FALSE(c.qk_norm);
+}
+
+// The estimator reads any RoPE; the harness refuses the variants it does not implement, by name.
+TEST(ModelConfig, RopeVariantsTheHarnessLacksAreNamed) {
+  const ModelConfig yarn = hf_config_from_text(
+      "{" + std::string(kBase) + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})",
+      "y/config.json");
+  EXPECT_EQ(kv_geometry(yarn).n_layers(), 2);
+  EXPECT_NE(harness_support_problem(yarn, "safetensors").find("RoPE type 'yarn'"),
+            std::string::npos);
+  const ModelConfig partial = hf_config_from_text(
+      R"({"model_type": "phi3", "num_hidden_layers": 2, "hidden_size": 64,
+          "num_attention_heads": 4, "rope_parameters": {"rope_type": "default",
+          "rope_theta": 10000.0, "partial_rotary_factor": 0.75}})",
+      "p/config.json");
+  EXPECT_NE(harness_support_problem(partial, "safetensors").find("partial_rotary_factor 0.75"),
+            std::string::npos);
+  // Phi-3 GGUFs fuse gate and up into ffn_up: the GGUF loader does not claim them.
+  ModelConfig phi3 = partial;
+  phi3.unsupported_rope_scaling.clear();
+  EXPECT_TRUE(harness_support_problem(phi3, "safetensors").empty());
+  EXPECT_NE(harness_support_problem(phi3, "gguf").find("supported: llama, mistral, qwen2, gemma3"),
+            std::string::npos);
 }
 
 std::string gguf_error(const std::function<void(test::GgufWriter&)>& edit) {
