@@ -4,9 +4,9 @@
 # medians over KVPLAN_BENCH_REPEATS (3) alternating runs of: tokens/s over the chunks (model
 # loading excluded), the ratio kvplan / llama.cpp, wall seconds (loading included) and peak RSS.
 #
-# llama.cpp is a benchmark-only tool here, never a dependency of kvplan: this script builds it
-# once into the cache from the llama.cpp source the PyPI sdist llama-cpp-python==0.3.36 carries
-# (vendor/llama.cpp), verified by the sdist's sha256.
+# llama.cpp is a benchmark-only tool here, never a dependency of kvplan: scripts/lib/build-llamacpp.sh
+# builds it once into the cache from the llama.cpp source the PyPI sdist llama-cpp-python==0.3.36
+# carries (vendor/llama.cpp), verified by the sdist's sha256.
 #
 #   scripts/bench-vs-llamacpp.sh                         # every model present, 16 chunks
 #   KVPLAN_BENCH_CHUNKS=38 KVPLAN_BENCH_THREADS=2 scripts/bench-vs-llamacpp.sh
@@ -18,44 +18,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-readonly SDIST_VERSION="0.3.36"
-readonly SDIST_SHA256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 cache="${KVPLAN_CACHE:-${HOME}/.cache/kvplan}"
 kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
 text="${KVPLAN_TEST_DATA:-../shared/data}/tinystories-valid-sample.txt"
 threads="${KVPLAN_BENCH_THREADS:-$(nproc)}"
 chunks="${KVPLAN_BENCH_CHUNKS:-16}"
 repeats="${KVPLAN_BENCH_REPEATS:-3}"
-llama_src="${cache}/llama.cpp-${SDIST_VERSION}"
-llama_bin="${KVPLAN_LLAMACPP_BIN:-${llama_src}/build/bin}"
 
 die() { echo "bench-vs-llamacpp: error: $*" >&2; exit 2; }
+# shellcheck source=lib/build-llamacpp.sh
+source scripts/lib/build-llamacpp.sh
 [[ -x "${kvplan}" ]] || die "${kvplan} not built (scripts/build.sh)"
 [[ -f "${text}" ]] || die "${text} is missing"
 command -v /usr/bin/time >/dev/null || die "/usr/bin/time is needed (apt-get install time)"
-
-build_llamacpp() {
-  [[ -x "${llama_bin}/llama-perplexity" ]] && return 0
-  local work
-  work=$(mktemp -d "${cache}/.llama.cpp.XXXXXX")
-  trap 'rm -rf "${work}"' EXIT
-  echo "bench-vs-llamacpp: fetching llama-cpp-python==${SDIST_VERSION} (sdist, 77 MB)" >&2
-  python3 -m pip download --no-deps --no-binary=:all: --dest "${work}" \
-    "llama-cpp-python==${SDIST_VERSION}" >"${work}/pip.log" 2>&1 ||
-    { cat "${work}/pip.log" >&2; die "pip download llama-cpp-python failed"; }
-  local sdist="${work}/llama_cpp_python-${SDIST_VERSION}.tar.gz"
-  [[ "$(sha256sum "${sdist}" | cut -d' ' -f1)" == "${SDIST_SHA256}" ]] ||
-    die "${sdist}: sha256 differs from ${SDIST_SHA256}"
-  tar -xzf "${sdist}" -C "${work}"
-  rm -rf "${llama_src}"
-  mv "${work}/llama_cpp_python-${SDIST_VERSION}/vendor/llama.cpp" "${llama_src}"
-  echo "bench-vs-llamacpp: building llama-perplexity (a few minutes)" >&2
-  cmake -S "${llama_src}" -B "${llama_src}/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >"${work}/cmake.log" 2>&1 ||
-    { cat "${work}/cmake.log" >&2; die "cmake of llama.cpp failed"; }
-  cmake --build "${llama_src}/build" -j "$(nproc)" --target llama-perplexity >"${work}/build.log" 2>&1 ||
-    { tail -30 "${work}/build.log" >&2; die "building llama.cpp failed"; }
-}
 
 build_llamacpp
 out=$(mktemp -d)

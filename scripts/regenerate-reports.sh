@@ -4,7 +4,8 @@
 # (`kvplan report`). The CI job of .github/workflows/plans.yml runs it with --check.
 #
 #   scripts/regenerate-reports.sh                      # every model, rewrite reports/<model>/
-#   scripts/regenerate-reports.sh --only stories260k   # one model (stories260k | smollm2-135m)
+#   scripts/regenerate-reports.sh --only stories260k   # one model (stories260k | smollm2-135m |
+#                                                      # gemma3-270m)
 #   scripts/regenerate-reports.sh --check              # regenerate into a temporary folder and
 #                                                      # fail when a plan drifted (see below)
 #   scripts/regenerate-reports.sh --reports-only       # only report.html / report.md, from the
@@ -15,8 +16,9 @@
 # measured mean KL (the plan's and each uniform baseline's) within 0.1 % relative. It also fails
 # when a committed report is not byte-identical to what `kvplan report` writes today from the
 # committed profile and plan. Each model has one profile and a plan per budget (bytes per token),
-# plan-<bytes>.json with report-<bytes>.html/.md: stories260k at 320 (uniform int4 or fp8) and 360 B/token, smollm2-135m
-# at 5760 (uniform K4V2), 6480 (q4_0/q4_0) and 12240 (q8_0/q8_0) B/token. Every plan is chosen on
+# plan-<bytes>.json with report-<bytes>.html/.md: stories260k at 320 (uniform int4 or fp8) and 360
+# B/token, smollm2-135m at 5760 (uniform K4V2), 6480 (q4_0/q4_0) and 12240 (q8_0/q8_0) B/token,
+# gemma3-270m at 5184 (q4_0/q4_0) and 9792 (q8_0/q8_0) B/token. Every plan is chosen on
 # configs/calibration/selection.jsonl and measured on configs/calibration/report.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +33,7 @@ readonly report_flags=(--gpu-memory 80GiB --context 4096,32768,131072)
 only="" check=0 reports_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --only) only="${2:?--only needs a model: stories260k or smollm2-135m}"; shift 2 ;;
+    --only) only="${2:?--only needs a model: stories260k, smollm2-135m or gemma3-270m}"; shift 2 ;;
     --check) check=1; shift ;;
     --reports-only) reports_only=1; shift ;;
     -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
@@ -39,8 +41,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 case "${only}" in
-  ""|stories260k|smollm2-135m) ;;
-  *) echo "regenerate-reports: --only ${only}: expected stories260k or smollm2-135m" >&2; exit 2 ;;
+  ""|stories260k|smollm2-135m|gemma3-270m) ;;
+  *) echo "regenerate-reports: --only ${only}: expected stories260k, smollm2-135m or gemma3-270m" >&2
+     exit 2 ;;
 esac
 [[ -x "${kvplan}" ]] || { echo "regenerate-reports: ${kvplan} not built (scripts/build.sh)" >&2; exit 2; }
 
@@ -48,6 +51,7 @@ model_file() {
   case "$1" in
     stories260k) echo "${models_dir}/stories260K.gguf" ;;
     smollm2-135m) scripts/fetch-smollm2.sh >&2; echo "${cache}/SmolLM2-135M-Instruct.Q4_1.gguf" ;;
+    gemma3-270m) scripts/fetch-gemma3.sh >&2; echo "${cache}/gemma-3-270m-q4_k_m.gguf" ;;
   esac
 }
 
@@ -55,6 +59,7 @@ budgets() {  # MODEL: the reference budgets, bytes per token; the first one is t
   case "$1" in
     stories260k) echo "320 360" ;;
     smollm2-135m) echo "6480 12240 5760" ;;
+    gemma3-270m) echo "5184 9792" ;;
   esac
 }
 
@@ -95,7 +100,7 @@ make_reports() {  # MODEL DIR: report-<bytes>.html/.md from DIR/profile.json and
 }
 
 status=0
-for name in stories260k smollm2-135m; do
+for name in stories260k smollm2-135m gemma3-270m; do
   [[ -z "${only}" || "${only}" == "${name}" ]] || continue
   dir="reports/${name}"
   start=${SECONDS}
