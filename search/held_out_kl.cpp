@@ -6,6 +6,10 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
 #include "core/error.h"
 #include "model/next_token_kl.h"
 
@@ -52,6 +56,17 @@ void for_each_prompt(size_t n, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
+// Bytes of exact logits one instance keeps: an eighth of physical memory, so that the selection,
+// report and long-context sets fit beside the model (Gemma 3's 262,144-token vocabulary makes one
+// 1,024-token prompt's logits 1 GiB). Prompts past it are re-run exactly in each measurement,
+// which gives the same bits (the same serial forward), at the cost of that forward.
+size_t exact_logits_budget() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return size_t{2} << 30;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page) / 8;
+}
+
 }  // namespace
 
 KvCacheOptions HeldOutKl::CacheRules::cache_for(const std::vector<KvPair>& pairs) const {
@@ -66,26 +81,52 @@ KvCacheOptions HeldOutKl::CacheRules::cache_for(const std::vector<KvPair>& pairs
 }
 
 HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
-                     const CacheRules& rules)
+                     const CacheRules& rules, std::optional<size_t> exact_logits_bytes)
     : model_(model), prompts_(std::move(prompts)), rules_(rules) {
   std::erase_if(prompts_, [](const std::vector<int32_t>& p) { return p.size() < 2; });
   if (prompts_.empty()) {
     fail(ErrorCode::kInvalidArgument, "held-out validation needs prompts of at least 2 tokens");
   }
   exact_.resize(prompts_.size());
+  const size_t vocab = static_cast<size_t>(model_.weights().lm_head().rows());
+  const size_t budget = exact_logits_bytes.value_or(exact_logits_budget());
+  size_t kept_bytes = 0, kept = 0;
+  keep_exact_.assign(prompts_.size(), false);
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    const size_t bytes = (prompts_[i].size() - 1) * vocab * sizeof(float);
+    if (kept_bytes + bytes > budget) continue;
+    keep_exact_[i] = true;
+    kept_bytes += bytes;
+    ++kept;
+  }
+  if (kept < prompts_.size()) {
+    spdlog::info(
+        "held-out KL: exact logits of {} of {} prompts kept ({:.1f} GiB); the others re-run "
+        "exactly in each measurement",
+        kept, prompts_.size(), static_cast<double>(kept_bytes) / (1 << 30));
+  }
   std::vector<double> nll(prompts_.size(), 0.0);
   for_each_prompt(prompts_.size(), [&](size_t i) {
-    exact_[i] =
-        reference_distribution(next_token_logits(model_, prompts_[i], KvCacheOptions::exact_kv()));
+    ReferenceDistribution exact = exact_distribution(i);
     for (size_t t = 0; t + 1 < prompts_[i].size(); ++t) {
       const auto row = static_cast<Eigen::Index>(t);
-      nll[i] -= log_prob(exact_[i].logits.row(row), exact_[i].rows[t], prompts_[i][t + 1]);
+      nll[i] -= log_prob(exact.logits.row(row), exact.rows[t], prompts_[i][t + 1]);
+    }
+    if (keep_exact_[i]) {
+      exact_[i] = std::move(exact);
+    } else {
+      exact_[i].rows = std::move(exact.rows);
     }
   });
   for (size_t i = 0; i < prompts_.size(); ++i) {
     exact_nll_ += nll[i];
     scored_ += static_cast<int64_t>(prompts_[i].size() - 1);
   }
+}
+
+ReferenceDistribution HeldOutKl::exact_distribution(size_t prompt) const {
+  return reference_distribution(
+      next_token_logits(model_, prompts_[prompt], KvCacheOptions::exact_kv()));
 }
 
 int64_t HeldOutKl::n_tokens() const {
@@ -99,7 +140,9 @@ HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
   std::vector<PromptScore> scores(prompts_.size());
   for_each_prompt(prompts_.size(), [&](size_t i) {
     const RowMatrix quantized = next_token_logits(model_, prompts_[i], kv);
-    const ReferenceDistribution& exact = exact_[i];
+    ReferenceDistribution recomputed;
+    if (!keep_exact_[i]) recomputed = exact_distribution(i);
+    const ReferenceDistribution& exact = keep_exact_[i] ? exact_[i] : recomputed;
     PromptScore& s = scores[i];
     for (Eigen::Index t = 0; t < quantized.rows(); ++t) {
       const LogitSummary& p = exact.rows[static_cast<size_t>(t)];

@@ -1,6 +1,7 @@
 // The real error the validation loop measures: mean KL(exact || quantized) of next-token
 // distributions over held-out prompts, with every layer's KV quantized by its pair. The exact-KV
-// log-probabilities are computed once; each measurement runs only the quantized model. Prompts run
+// logits are computed once and kept up to an eighth of physical memory; each measurement runs the
+// quantized model, and the exact one again only for prompts whose logits were not kept. Prompts run
 // in parallel, each with serial GEMMs, and sums are reduced in prompt order, so results do not
 // depend on the thread count.
 //
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -47,8 +49,10 @@ class HeldOutKl {
   };
 
   // Throws Error(kInvalidArgument) if there are no prompts with at least two tokens.
+  // `exact_logits_bytes`: the most exact logits kept (default: an eighth of physical memory); the
+  // results do not depend on it.
   HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
-            const CacheRules& rules);
+            const CacheRules& rules, std::optional<size_t> exact_logits_bytes = std::nullopt);
 
   // `pairs` has one entry per model layer.
   [[nodiscard]] Result measure(const std::vector<KvPair>& pairs) const;
@@ -60,7 +64,10 @@ class HeldOutKl {
   const Transformer& model_;
   std::vector<std::vector<int32_t>> prompts_;
   CacheRules rules_;
+  [[nodiscard]] ReferenceDistribution exact_distribution(size_t prompt) const;
+
   std::vector<ReferenceDistribution> exact_;  // per prompt: exact-KV logits [T - 1, vocab]
+  std::vector<bool> keep_exact_;              // per prompt: exact_[i].logits kept (else rows only)
   double exact_nll_ = 0;
   int64_t scored_ = 0;
 };

@@ -68,5 +68,28 @@ TEST(HeldOutKl, MeasuresUnderTheChunkRuleItIsGiven) {
   EXPECT_LT(exact_chunk.measure(pairs).mean_kl, 1e-6);
 }
 
+// Prompts whose exact logits are not kept (a large vocabulary) are re-run exactly per
+// measurement: the same bits as kept logits, whatever the memory budget.
+TEST(HeldOutKl, ResultsDoNotDependOnTheExactLogitsKept) {
+  const auto path = test::models_dir() / "stories260K.gguf";
+  KVPLAN_NEED_FILE(path, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  const ModelWeights weights = load_model_weights(path);
+  const Transformer model(weights);
+  const std::vector<std::vector<int32_t>> prompts = {prompt(40, 1), prompt(33, 2), prompt(50, 3)};
+  const std::vector<KvPair> pairs(static_cast<size_t>(weights.config.n_layers),
+                                  KvPair::parse("K4V2"));
+  const HeldOutKl::CacheRules rules{QuantSettings{}, true};
+  const size_t one_prompt = 40 * static_cast<size_t>(weights.config.vocab_size) * sizeof(float);
+  const HeldOutKl::Result all = HeldOutKl(model, prompts, rules).measure(pairs);
+  for (const size_t budget : {size_t{0}, one_prompt}) {
+    const HeldOutKl::Result r = HeldOutKl(model, prompts, rules, budget).measure(pairs);
+    EXPECT_EQ(r.mean_kl, all.mean_kl) << budget;
+    EXPECT_EQ(r.kl_sums, all.kl_sums) << budget;
+    EXPECT_EQ(r.ppl_exact, all.ppl_exact) << budget;
+    EXPECT_EQ(r.top1_agreement, all.top1_agreement) << budget;
+  }
+  EXPECT_GT(all.mean_kl, 0.0);
+}
+
 }  // namespace
 }  // namespace kvplan::search
