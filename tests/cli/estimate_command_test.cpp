@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -119,6 +120,31 @@ TEST(EstimateCommand, GgufGemma3GlobalLayersKeepTheWholeContext) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("sliding window: 512 tokens on 15 of 18 layers"), std::string::npos)
       << r.out;
+}
+
+// The fetched Gemma 3 270M against what llama.cpp (llama-cpp-python 0.3.36's llama.cpp,
+// `llama-perplexity -c 4096 -b 4096`) prints for the same GGUF:
+//   llama_kv_cache_iswa: creating non-SWA KV cache, size = 4096 cells
+//   llama_kv_cache: size = 12.00 MiB ( 4096 cells,  3 layers, 1/1 seqs), K (f16): 6.00 MiB, ...
+//   llama_kv_cache_iswa: creating     SWA KV cache, size = 1024 cells
+//   llama_kv_cache: size = 15.00 MiB ( 1024 cells, 15 layers, 1/1 seqs), K (f16): 7.50 MiB, ...
+// Its SWA cache allocates the 512-token window plus one 512-token ubatch of room; a sliding
+// layer holds the window, which is what kvplan counts.
+TEST(EstimateCommand, RealGemma3MatchesLlamaCppLayerCounts) {
+  KVPLAN_NEED_FILE(gemma3_path(), "run scripts/fetch-gemma3.sh");
+  const RunResult r = run_kvplan("estimate --model " + gemma3_path().string() +
+                                 " --kv f16/f16 --context 4096 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto windows = j["model"]["sliding_window"].get<std::vector<int64_t>>();
+  ASSERT_EQ(windows.size(), 18u);
+  const auto global = std::count(windows.begin(), windows.end(), 0);
+  EXPECT_EQ(global, 3);
+  EXPECT_EQ(std::count(windows.begin(), windows.end(), 512), 15);
+  constexpr uint64_t kMiB = 1 << 20;
+  const uint64_t non_swa = 12 * kMiB;           // llama.cpp: 4096 cells x 3 layers
+  const uint64_t swa = 15 * kMiB * 512 / 1024;  // llama.cpp's 15 layers, 512 of its 1024 cells
+  EXPECT_EQ(j["estimates"][0]["contexts"][0]["bytes"].get<uint64_t>(), non_swa + swa);
 }
 
 TEST(EstimateCommand, HumanTableByDefault) {
