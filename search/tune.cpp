@@ -92,7 +92,16 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
     options.budget_description += fmt::format(" = {:.1f} bytes per token", options.budget);
   }
   TuneOutput out;
-  const std::vector<LayerCandidates> all = candidates_from_profile(profile, options.metric);
+  std::vector<LayerCandidates> all = candidates_from_profile(profile, options.metric);
+  if (!options.layer_token_share.empty()) {
+    if (options.layer_token_share.size() != all.size()) {
+      fail(ErrorCode::kInternal, "{} layer token shares for {} layers",
+           options.layer_token_share.size(), all.size());
+    }
+    for (size_t l = 0; l < all.size(); ++l) {
+      for (LayerCandidate& c : all[l].candidates) c.bytes_per_token *= options.layer_token_share[l];
+    }
+  }
   std::vector<LayerCandidates> pruned;
   for (const LayerCandidates& l : all) {
     pruned.push_back({l.layer, pareto_front(l.candidates, options.measure)});

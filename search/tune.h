@@ -31,6 +31,10 @@ struct TuneOptions {
   // > 0: the budget in effective bits per value; tune_plan turns it into bytes per token.
   double max_effective_bits = 0;
   std::string budget_description;  // as the user gave it, for provenance
+  // Per layer, the share of a context's tokens the layer holds (min(context, window) / context:
+  // below 1 on sliding-window layers); empty = every layer holds every token. Scales each layer's
+  // bytes per token, so that a budget of GPU memory at one context counts what the cache holds.
+  std::vector<double> layer_token_share;
   ClusterMode cluster = ClusterMode::kAuto;
   DbscanOptions dbscan;
   Nsga2Options search;

@@ -169,7 +169,7 @@ void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
          "the profile was made for model fingerprint {} ({}), the model given has {}",
          profile.model.fingerprint, profile.model.name, hash_hex(weights.fingerprint));
   }
-  const search::TuneOptions options = tune_options_from_flags(flags);
+  const search::TuneOptions options = tune_options_from_flags(flags, weights.config.sliding_window);
   const CalibrationSet& selection_set = texts.selection;
   const CalibrationSet& report_set = texts.report;
   const std::string selection_file = selection_set.source, report_file = report_set.source;

@@ -1,5 +1,6 @@
 #include "cli/search_flags.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -73,7 +74,8 @@ std::string report_path(const SearchFlags& f) {
   return f.report.empty() ? (config_dir() / "calibration" / "report.jsonl").string() : f.report;
 }
 
-search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
+search::TuneOptions tune_options_from_flags(const SearchFlags& f,
+                                            const std::vector<int64_t>& sliding_window) {
   search::TuneOptions o;
   if (f.metric == "dkl") {
     o.metric = search::SensitivityMetric::kDkl;
@@ -116,7 +118,8 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
         f.weights_bytes.empty() ? 0 : parse_byte_size(f.weights_bytes, "--weights-bytes");
     if (weights >= gpu)
       fail(ErrorCode::kInvalidArgument, "--weights-bytes leaves no memory for the KV cache");
-    const int64_t tokens = parse_token_count(f.context, "--context") * f.sequences;
+    const int64_t context = parse_token_count(f.context, "--context");
+    const int64_t tokens = context * f.sequences;
     o.measure = search::MemoryMeasure::kBytes;
     o.budget = static_cast<double>(gpu - weights) / static_cast<double>(tokens);
     o.budget_description = fmt::format(
@@ -124,6 +127,20 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f) {
         "= {:.1f} bytes per token",
         f.gpu_memory, f.weights_bytes.empty() ? "0" : f.weights_bytes, f.context, f.sequences,
         o.budget);
+    // A sliding layer holds min(context, window) tokens of each sequence.
+    const bool windowed = std::any_of(sliding_window.begin(), sliding_window.end(),
+                                      [&](int64_t w) { return w > 0 && w < context; });
+    if (windowed) {
+      int sliding = 0;
+      for (const int64_t w : sliding_window) {
+        const bool slides = w > 0 && w < context;
+        sliding += slides;
+        o.layer_token_share.push_back(slides ? static_cast<double>(w) / static_cast<double>(context)
+                                             : 1.0);
+      }
+      o.budget_description += fmt::format(
+          " (per context token: the {} sliding-window layers count their window's share)", sliding);
+    }
   } else {
     o.budget_description = "none";
   }

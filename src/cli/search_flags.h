@@ -40,7 +40,10 @@ struct SearchFlags {
 void add_search_flags(CLI::App* cmd, SearchFlags& flags);
 
 // Throws Error(kInvalidArgument) naming the flag for malformed or conflicting values.
-search::TuneOptions tune_options_from_flags(const SearchFlags& flags);
+// `sliding_window` (the model's, per layer; 0 = global) weighs each layer's bytes by the tokens it
+// holds at --context when the budget is --gpu-memory.
+search::TuneOptions tune_options_from_flags(const SearchFlags& flags,
+                                            const std::vector<int64_t>& sliding_window = {});
 
 std::string selection_path(const SearchFlags& flags);
 std::string report_path(const SearchFlags& flags);

@@ -37,7 +37,7 @@ void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const Model
   }
   const std::vector<KvPair> candidates =
       p.candidates.empty() ? catalog_side_candidates(c, p.settings, {}).candidates : p.candidates;
-  const double smallest = smallest_plan_bytes(c, p.settings, candidates);
+  const double smallest = smallest_plan_bytes(c, p.settings, candidates, t.layer_token_share);
   if (smallest > budget * (1 + 1e-12)) {
     fail(ErrorCode::kInvalidArgument,
          "budget {} = {:.1f} bytes per token: the smallest possible plan takes {} bytes per token "
@@ -49,9 +49,11 @@ void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const Model
 void run_tune(const TuneCommandOptions& o) {
   ProfileOptions opt = profile_options_from_flags(o.profile);
   // Bad search flags are refused before the long profile.
-  const search::TuneOptions search_options = tune_options_from_flags(o.flags);
+  (void)tune_options_from_flags(o.flags);
 
   const ProfileInputs in = load_profile_inputs(o.model, o.profile);
+  const search::TuneOptions search_options =
+      tune_options_from_flags(o.flags, in.weights.config.sliding_window);
   refuse_budget_below_smallest_plan(search_options, in.weights.config, opt);
   // Every input is checked before the long profile: the texts and their overlap.
   const std::filesystem::path calibration_file = calibration_path(o.profile);

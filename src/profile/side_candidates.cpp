@@ -53,7 +53,8 @@ Format side_format(const KvPair& pair) {
 }
 
 double smallest_plan_bytes(const ModelConfig& config, const QuantSettings& settings,
-                           const std::vector<KvPair>& candidates) {
+                           const std::vector<KvPair>& candidates,
+                           const std::vector<double>& layer_token_share) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   double total = 0;
   for (int l = 0; l < config.n_layers; ++l) {
@@ -74,7 +75,8 @@ double smallest_plan_bytes(const ModelConfig& config, const QuantSettings& setti
           break;
       }
     }
-    total += key < kNone && value < kNone ? std::min(key + value, joint) : joint;
+    const double least = key < kNone && value < kNone ? std::min(key + value, joint) : joint;
+    total += least * (layer_token_share.empty() ? 1.0 : layer_token_share.at(L));
   }
   return total;
 }

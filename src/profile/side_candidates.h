@@ -51,7 +51,8 @@ SideCandidates catalog_side_candidates(const ModelConfig& config, const QuantSet
 // candidates chosen independently, joint pairs as they are), from the formats' sizes alone: the
 // budget check that needs no profile.
 double smallest_plan_bytes(const ModelConfig& config, const QuantSettings& settings,
-                           const std::vector<KvPair>& candidates);
+                           const std::vector<KvPair>& candidates,
+                           const std::vector<double>& layer_token_share = {});
 
 // The 4-bit format the anchors use: q4_0 where it packs, else int4.
 Format anchor_format(const std::vector<Format>& available);
