@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/system_memory.h"
 #include "model/gguf_file.h"
 #include "model/llama_family.h"
 #include "model/safetensors_file.h"
@@ -21,6 +22,21 @@ constexpr const char* kHfArchitectures[] = {"llama", "mistral", "qwen2", "qwen3"
 void require_supported(const ModelConfig& c, std::string_view file_format) {
   const std::string problem = harness_support_problem(c, file_format);
   if (!problem.empty()) fail(ErrorCode::kUnimplemented, "{}: {}", c.source, problem);
+}
+
+// The harness dequantizes every weight to f32 at load: refuse, before reading any, a model whose
+// f32 weights exceed the memory there is, saying how much it needs.
+void require_memory_for_f32_weights(uint64_t elements, const std::string& source) {
+  const uint64_t need = elements * sizeof(float);
+  const std::optional<uint64_t> available = available_memory_bytes();
+  if (available && need > *available) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    fail(ErrorCode::kInvalidArgument,
+         "{}: the harness holds the weights as f32: {:.2f} GiB for {:.2f} B parameters, more than "
+         "the {:.2f} GiB available ({})",
+         source, static_cast<double>(need) / kGiB, static_cast<double>(elements) / 1e9,
+         static_cast<double>(*available) / kGiB, available_memory_source());
+  }
 }
 
 void finish(ModelWeights& w) {
@@ -77,6 +93,9 @@ ModelWeights load_gguf_weights(const GgufFile& gguf) {
            gguf.path().string(), t.name, t.type->name);
     }
   }
+  uint64_t elements = 0;
+  for (const GgufTensorInfo& t : gguf.tensors()) elements += t.n_elements;
+  require_memory_for_f32_weights(elements, gguf.path().string());
   TensorSource source;
   source.file = gguf.path().string();
   source.has = [&](const std::string& n) { return gguf.find_tensor(n) != nullptr; };
@@ -109,6 +128,9 @@ ModelWeights load_safetensors_weights(const std::filesystem::path& model_dir) {
   for (const SafetensorsTensor* t : set.tensors()) {
     w.tensors.push_back({t->name, t->shape, t->dtype_name, t->bytes.size()});
   }
+  uint64_t elements = 0;
+  for (const SafetensorsTensor* t : set.tensors()) elements += t->n_elements();
+  require_memory_for_f32_weights(elements, set.source().string());
   TensorSource source;
   source.file = set.source().string();
   source.has = [&](const std::string& n) { return set.find(n) != nullptr; };

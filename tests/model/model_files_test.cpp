@@ -2,6 +2,9 @@
 // unknown architectures and tensor types, fingerprints.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "core/error.h"
 #include "model/gguf_file.h"
 #include "model/model_weights.h"
@@ -165,6 +168,29 @@ TEST(ModelFiles, RefusesUnknownArchitectureAndTensorTypes) {
   expect_contains(
       error_of([&] { (void)load_model_weights(write_tiny_gguf(dir / "type.gguf", unknown)); }),
       {"type.gguf", "blk.0.attn_q.weight", "99"});
+}
+
+// A model whose f32 weights exceed the memory there is is refused before any weight is read,
+// with what it needs (KVPLAN_MEMORY_LIMIT stands in for a small machine).
+TEST(ModelFiles, ModelLargerThanMemoryIsRefusedWithWhatItNeeds) {
+  const auto dir = test::temp_dir("tiny_memory");
+  const auto path = write_tiny_gguf(dir / "tiny.gguf", TinySpec{});
+  const ModelInfo info = read_model_info(path);
+  uint64_t elements = 0;
+  for (const TensorSummary& t : info.tensors) {
+    uint64_t n = 1;
+    for (const uint64_t d : t.shape) n *= d;
+    elements += n;
+  }
+  ASSERT_EQ(::setenv("KVPLAN_MEMORY_LIMIT", std::to_string(elements * 4 - 1).c_str(), 1), 0);
+  const std::string e = error_of([&] { (void)load_model_weights(path); });
+  expect_contains(e, {"tiny.gguf", "f32", "GiB", "KVPLAN_MEMORY_LIMIT"});
+  ASSERT_EQ(::setenv("KVPLAN_MEMORY_LIMIT", std::to_string(elements * 4).c_str(), 1), 0);
+  EXPECT_NO_THROW((void)load_model_weights(path));
+  ASSERT_EQ(::setenv("KVPLAN_MEMORY_LIMIT", "12 GiB", 1), 0);
+  expect_contains(error_of([&] { (void)load_model_weights(path); }),
+                  {"KVPLAN_MEMORY_LIMIT='12 GiB'", "whole number of bytes"});
+  ::unsetenv("KVPLAN_MEMORY_LIMIT");
 }
 
 TEST(ModelFiles, CorruptedStoriesCopies) {

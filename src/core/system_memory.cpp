@@ -1,0 +1,45 @@
+#include "core/system_memory.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace kvplan {
+namespace {
+
+const char* limit_env() {
+  const char* env = std::getenv("KVPLAN_MEMORY_LIMIT");
+  return env != nullptr && *env != '\0' ? env : nullptr;
+}
+
+}  // namespace
+
+std::optional<uint64_t> available_memory_bytes() {
+  if (const char* env = limit_env()) {
+    const std::string_view text(env);
+    uint64_t bytes = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+    if (ec != std::errc() || end != text.data() + text.size() || bytes == 0) {
+      fail(ErrorCode::kInvalidArgument,
+           "KVPLAN_MEMORY_LIMIT='{}': expected a positive whole number of bytes", text);
+    }
+    return bytes;
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+std::string available_memory_source() {
+  return limit_env() != nullptr ? "KVPLAN_MEMORY_LIMIT" : "MemAvailable";
+}
+
+}  // namespace kvplan
