@@ -31,6 +31,37 @@ constexpr const char* kLlama2 =
     "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' ' + message['content'].strip() + "
     "' ' + eos_token }}{% endif %}{% endfor %}";
 
+constexpr const char* kGemma3 =
+    "{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}{%- set first_user_prefix = "
+    "messages[0]['content'] + '\n\n' -%}{%- set loop_messages = messages[1:] -%}{%- else -%}"
+    "{%- set first_user_prefix = \"\" -%}{%- set loop_messages = messages -%}{%- endif -%}"
+    "{%- for message in loop_messages -%}{%- if (message['role'] == 'assistant') -%}{%- set role "
+    "= \"model\" -%}{%- else -%}{%- set role = message['role'] -%}{%- endif -%}{{ "
+    "'<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}{{ "
+    "message['content'] | trim }}{{ '<end_of_turn>\n' }}{%- endfor -%}{%- if "
+    "add_generation_prompt -%}{{'<start_of_turn>model\n'}}{%- endif -%}";
+
+// What transformers renders from Gemma 3's template for these messages.
+TEST(ChatTemplate, Gemma) {
+  const auto t = ChatTemplate::detect(kGemma3, kTokens);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->style(), ChatTemplateStyle::kGemma);
+  EXPECT_EQ(
+      t->render(
+          {{"system", "Be terse."}, {"user", " Hi "}, {"assistant", "Hello"}, {"user", "2+2?"}},
+          true),
+      "<start_of_turn>user\nBe terse.\n\nHi<end_of_turn>\n"
+      "<start_of_turn>model\nHello<end_of_turn>\n"
+      "<start_of_turn>user\n2+2?<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(t->render({{"user", "Q"}}, false), "<start_of_turn>user\nQ<end_of_turn>\n");
+  try {
+    (void)t->render({{"user", "a"}, {"user", "b"}}, true);
+    ADD_FAILURE() << "two user turns in a row were rendered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("alternate"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ChatTemplate, ChatMl) {
   const auto t = ChatTemplate::detect(kPlainChatMl, kTokens);
   ASSERT_TRUE(t.has_value());
@@ -81,7 +112,7 @@ TEST(ChatTemplate, Llama2) {
 
 TEST(ChatTemplate, UnknownTemplate) {
   EXPECT_FALSE(ChatTemplate::detect(
-                   "{% for m in messages %}<start_of_turn>{{ m.content }}{% endfor %}", kTokens)
+                   "{% for m in messages %}<|user|>\n{{ m.content }}<|end|>{% endfor %}", kTokens)
                    .has_value());
 }
 

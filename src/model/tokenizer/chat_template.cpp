@@ -78,6 +78,9 @@ std::optional<ChatTemplate> ChatTemplate::detect(std::string_view text,
              text.find("<|eot_id|>") != std::string_view::npos) {
     t.style_ = ChatTemplateStyle::kLlama3;
     t.trim_content_ = true;  // Meta's template writes message['content'] | trim
+  } else if (text.find("<start_of_turn>") != std::string_view::npos) {
+    t.style_ = ChatTemplateStyle::kGemma;
+    t.trim_content_ = true;  // Google's template writes message['content'] | trim
   } else if (text.find("[INST]") != std::string_view::npos) {
     t.style_ = ChatTemplateStyle::kLlama2;
     t.llama2_has_system_ = text.find("<<SYS>>") != std::string_view::npos;
@@ -112,6 +115,28 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
       }
       if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
       break;
+    case ChatTemplateStyle::kGemma: {
+      std::string first_prefix;
+      size_t first = 0;
+      if (!messages.empty() && messages.front().role == "system") {
+        first_prefix = messages.front().content + "\n\n";
+        first = 1;
+      }
+      for (size_t i = first; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        if ((m.role == "user") != ((i - first) % 2 == 0)) {
+          fail(ErrorCode::kInvalidArgument,
+               "Gemma chat template: roles must alternate user/assistant/user/... (message {} is "
+               "'{}')",
+               i, m.role);
+        }
+        const std::string role = m.role == "assistant" ? "model" : m.role;
+        out += "<start_of_turn>" + role + "\n" + (i == first ? first_prefix : std::string()) +
+               content_of(m) + "<end_of_turn>\n";
+      }
+      if (add_generation_prompt) out += "<start_of_turn>model\n";
+      break;
+    }
     case ChatTemplateStyle::kLlama2: {
       // A turn is "[INST] {user} [/INST] {assistant} </s>"; turns after the first open with BOS.
       bool turn_open = false;

@@ -12,6 +12,9 @@
 //   Llama 2  ("[INST]")             [INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST]
 //   {assistant} </s>
 //                                   <s>[INST] {user} [/INST] ...
+//   Gemma    ("<start_of_turn>")    <start_of_turn>{user|model}\n{content}<end_of_turn>\n
+//            generation prompt      <start_of_turn>model\n
+//            A system message has no turn: its text and a blank line open the first turn.
 // The rendered text never starts with BOS: the templates' leading `bos_token` is left to
 // encode(), which adds it when the model's metadata asks for it (as llama.cpp does). Render the
 // result with EncodeOptions::parse_special so the markers become their token ids.
@@ -29,7 +32,7 @@
 
 namespace kvplan {
 
-enum class ChatTemplateStyle { kChatMl, kLlama3, kLlama2 };
+enum class ChatTemplateStyle { kChatMl, kLlama3, kLlama2, kGemma };
 
 struct ChatTemplateTokens {
   std::string bos;  // text of the BOS token (Llama 2 writes it between turns)
