@@ -222,6 +222,7 @@ std::string html_report(const ReportData& d) {
           ? fmt::format(" less {} of weights",
                         esc(format_bytes(static_cast<double>(d.memory.weights_bytes))))
           : std::string());
+  if (!d.sliding_window_note.empty()) h += "<p>" + esc(d.sliding_window_note) + "</p>\n";
   h += memory_table(d);
 
   h += "<h2 id=\"validation\">Validation</h2>\n";

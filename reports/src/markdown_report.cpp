@@ -129,6 +129,7 @@ std::string markdown_report(const ReportData& d) {
       d.memory.weights_bytes
           ? " less " + format_bytes(static_cast<double>(d.memory.weights_bytes)) + " of weights"
           : std::string());
+  if (!d.sliding_window_note.empty()) m += d.sliding_window_note + "\n\n";
   std::vector<std::string> head = {"KV", "equivalent bits", "B/token", "vs bf16"};
   for (int64_t t : d.memory.contexts) {
     head.push_back(context_heading(t) + ": bytes per sequence");

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "plan/layer_ranges.h"
 #include "plan/memory_estimate.h"
 #include "profile/profile_hash.h"
 #include "reports/src/number_format.h"
@@ -282,6 +284,24 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
 
   // Memory: the plan, bf16 and every uniform baseline the model can pack, by memory_estimate.
   d.memory = memory;
+  std::map<int64_t, std::vector<int>> sliding;  // window -> layers
+  for (size_t l = 0; l < g.layers.size(); ++l) {
+    if (g.layers[l].sliding_window > 0) {
+      sliding[g.layers[l].sliding_window].push_back(static_cast<int>(l));
+    }
+  }
+  for (const auto& [window, layers] : sliding) {
+    d.sliding_window_note += fmt::format(
+        "{}{} of {} layers ({}) attend over a {}-token sliding window and hold at "
+        "most that many tokens of a sequence",
+        d.sliding_window_note.empty() ? "" : "; ", layers.size(), g.layers.size(),
+        layer_ranges(layers), window);
+  }
+  if (!d.sliding_window_note.empty()) {
+    d.sliding_window_note +=
+        ": the bytes per sequence count min(context, window) tokens there, while B/token is "
+        "every layer's steady state per token held.";
+  }
   d.available_bytes = memory.gpu_memory_bytes - memory.weights_bytes;
   QuantSettings bf16_settings = plan.quantization;
   bf16_settings.mode = QuantMode::kPerToken;

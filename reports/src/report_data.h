@@ -107,6 +107,9 @@ struct ReportData {
 
   MemoryOptions memory;
   uint64_t available_bytes = 0;
+  // Which layers hold only a sliding window of each sequence, and what that does to the bytes per
+  // sequence; empty when every layer keeps every token.
+  std::string sliding_window_note;
   std::vector<MemoryRow> memory_rows;
 
   // Label / value rows, in display order.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "plan/layer_ranges.h"
 #include "plan/memory_estimate.h"
 
 namespace kvplan {
@@ -145,15 +146,7 @@ std::vector<std::string> describe_losses(const std::vector<ExportLoss>& losses) 
   }
   std::vector<std::string> lines;
   for (auto& [loss, layers] : groups) {
-    std::sort(layers.begin(), layers.end());
-    std::string where;
-    for (size_t i = 0; i < layers.size();) {
-      size_t j = i;
-      while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
-      where += (where.empty() ? "" : ", ") +
-               (j == i ? std::to_string(layers[i]) : fmt::format("{}-{}", layers[i], layers[j]));
-      i = j + 1;
-    }
+    const std::string where = layer_ranges(layers);
     const std::string scope = layers.empty()       ? "every layer"
                               : layers.size() == 1 ? "layer " + where
                                                    : "layers " + where;

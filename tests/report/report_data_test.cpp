@@ -62,6 +62,30 @@ TEST(ReportData, MemoryTableMatchesSizesWorkedOutByHand) {
   EXPECT_DOUBLE_EQ(d.memory_rows[2].bytes_per_token, 144);
 }
 
+// A sliding-window layer holds its window of each sequence: the memory section says which layers,
+// and the bytes per sequence count min(context, window) tokens on them.
+TEST(ReportData, SlidingWindowLayersHoldTheirWindow) {
+  report::MemoryOptions m;
+  m.gpu_memory_bytes = 1 << 20;
+  m.contexts = {4096};
+  const Profile profile = tiny_profile();
+  Plan plan = tiny_plan(profile);
+  plan.model.geometry.layers[0].sliding_window = 512;
+  const ReportData d = report::build_report_data({profile, "profile.json"}, {plan, "plan.json"}, m);
+  EXPECT_EQ(
+      d.sliding_window_note.rfind("1 of 2 layers (0) attend over a 512-token sliding window", 0),
+      0u)
+      << d.sliding_window_note;
+  const report::MemoryRow& windowed = d.memory_rows[0];
+  const ReportData full = tiny_report(m);
+  EXPECT_TRUE(full.sliding_window_note.empty());
+  // Layer 0 keeps 512 of the 4,096 tokens; layer 1 all of them.
+  const uint64_t layer0 =
+      static_cast<uint64_t>(d.layers[0].key_bytes_per_token + d.layers[0].value_bytes_per_token);
+  EXPECT_EQ(full.memory_rows[0].bytes_per_sequence[0] - windowed.bytes_per_sequence[0],
+            (4096u - 512u) * layer0);
+}
+
 std::string error_of(const Profile& profile, const Plan& plan, report::MemoryOptions m = {}) {
   try {
     (void)report::build_report_data({profile, "p.json"}, {plan, "q.json"}, m);
