@@ -127,6 +127,13 @@ def safetensors_cases():
          "b": {"dtype": "F16", "shape": [4], "data_offsets": [8, 16]}}, f32)
 
 
+def harness_cases():
+    """A valid tiny model the harness must still refuse: (what, config overrides, environment)."""
+    yield "a RoPE variant the harness lacks (YaRN)", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, {}
+    yield "an architecture it does not run", {"model_type": "gpt_neox"}, {}
+    yield "weights larger than the memory available", {}, {"KVPLAN_MEMORY_LIMIT": "1000"}
+
+
 def config_cases():
     yield "not JSON", b"{\"model_type\": "
     missing = dict(CONFIG)
@@ -197,8 +204,9 @@ def profile_cases():
 
 
 # ---- running ------------------------------------------------------------------------------------
-def run(kvplan, args, cwd):
-    p = subprocess.run([kvplan] + args, cwd=cwd, capture_output=True, text=True, timeout=120)
+def run(kvplan, args, cwd, env=None):
+    p = subprocess.run([kvplan] + args, cwd=cwd, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **(env or {})))
     return p.returncode, p.stderr
 
 
@@ -217,8 +225,8 @@ def main():
                 f.write(data.encode() if isinstance(data, str) else data)
             return name
 
-        def case(kind, what, argv):
-            code, err = run(kvplan, argv, tmp)
+        def case(kind, what, argv, env=None):
+            code, err = run(kvplan, argv, tmp, env)
             lines = err.rstrip("\n").split("\n") if err.strip() else []
             shown = " / ".join(lines)
             rows.append((kind, what, shown, code))
@@ -243,6 +251,12 @@ def main():
             put(f"{d}/model.safetensors", model)
             put(f"{d}/tokenizer.json", data)
             case("tokenizer.json", what, ["generate", "--model", d, "--prompt", "ab", "--max-tokens", "1"])
+        for i, (what, overrides, env) in enumerate(harness_cases()):
+            d = f"harness{i}"
+            put(f"{d}/config.json", json.dumps(dict(CONFIG, **overrides)))
+            put(f"{d}/model.safetensors", model)
+            case("model (harness)", what, ["-q", "eval", "--model", d, "--prompts", put(f"{d}/p.txt", "ab")],
+                 env)
         for i, (what, data) in enumerate(plan_cases()):
             case("plan.json", what, ["export", "--plan", put(f"plan{i}.json", data), "--to", "vllm"])
         for i, (what, data) in enumerate(profile_cases()):

@@ -29,14 +29,21 @@ void require_supported(const ModelConfig& c, std::string_view file_format) {
 void require_memory_for_f32_weights(uint64_t elements, const std::string& source) {
   const uint64_t need = elements * sizeof(float);
   const std::optional<uint64_t> available = available_memory_bytes();
-  if (available && need > *available) {
-    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-    fail(ErrorCode::kInvalidArgument,
-         "{}: the harness holds the weights as f32: {:.2f} GiB for {:.2f} B parameters, more than "
-         "the {:.2f} GiB available ({})",
-         source, static_cast<double>(need) / kGiB, static_cast<double>(elements) / 1e9,
-         static_cast<double>(*available) / kGiB, available_memory_source());
-  }
+  if (!available || need <= *available) return;
+  const auto bytes = [](uint64_t b) {
+    constexpr double kMiB = 1024.0 * 1024.0, kGiB = 1024.0 * kMiB;
+    if (b >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(b) / kGiB);
+    if (b >= (uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(b) / kMiB);
+    return fmt::format("{} B", b);
+  };
+  const std::string params =
+      elements >= 1000000000 ? fmt::format("{:.2f} B", static_cast<double>(elements) / 1e9)
+      : elements >= 1000000  ? fmt::format("{:.1f} M", static_cast<double>(elements) / 1e6)
+                             : std::to_string(elements);
+  fail(ErrorCode::kInvalidArgument,
+       "{}: the harness holds the weights as f32: {} for {} parameters, more than the {} "
+       "available ({})",
+       source, bytes(need), params, bytes(*available), available_memory_source());
 }
 
 void finish(ModelWeights& w) {
