@@ -104,7 +104,7 @@ std::vector<int64_t> hf_sliding_windows(const json& j, int n_layers, const std::
     for (int64_t l = full; l < n_layers; ++l) windows[l] = window;
     return windows;
   }
-  if (j.value("model_type", "") == "gemma2") {
+  if (j.contains("model_type") && j["model_type"] == "gemma2") {  // a comparison never throws
     // Gemma 2 configs written before layer_types: even layers slide, odd ones are global.
     for (int l = 0; l < n_layers; l += 2) windows[l] = window;
     return windows;
