@@ -192,11 +192,16 @@ void search_and_write_plan(const Profile& profile, const ModelWeights& weights,
       spdlog::warn("long-context KL left out: the model has no BOS token for the chunks");
     }
   }
-  const search::TuneOutput out = search::tune_plan(
+  search::TuneOutput out = search::tune_plan(
       profile, {&selection, nullptr, file_name(selection_file), selection_set.hash},
       {&report, long_context ? &*long_context : nullptr, file_name(report_file), report_set.hash},
       options);
   check_plan_matches(out.plan, kv_geometry(weights.config), weights.config.source);
+  // The profile records no windows; the plan carries the model's, so that its memory estimates,
+  // reports and runtime pages count a sliding layer's window, not the whole context.
+  for (size_t l = 0; l < out.plan.model.geometry.layers.size(); ++l) {
+    out.plan.model.geometry.layers[l].sliding_window = weights.config.sliding_window[l];
+  }
   write_plan(output, out.plan);
   if (json) {
     std::printf("%s\n", json_text(plan_to_json(out.plan), 2).c_str());

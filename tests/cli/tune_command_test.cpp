@@ -192,5 +192,24 @@ TEST_F(TuneCommand, BadBudgetsAndMismatchedProfilesAreRefused) {
   EXPECT_FALSE(fs::exists(dir_ / "w.json"));
 }
 
+// The profile records no windows: the plan takes the model's, so that estimates, reports and the
+// runtime count a sliding layer's window (the tiny transformers Mistral of tests/fixtures/hf slides
+// over 8 tokens on both layers).
+TEST(TuneCommandWindows, PlanOfASlidingWindowModelRecordsItsWindows) {
+  const fs::path model = fs::path(KVPLAN_SOURCE_DIR) / "tests" / "fixtures" / "hf" / "mistral";
+  const fs::path plan =
+      fs::temp_directory_path() / ("kvplan_tune_windows_" + std::to_string(::getpid()) + ".json");
+  const RunResult r =
+      run_kvplan("-q tune --model " + model.string() +
+                 " --num-prompts 8 --max-tokens 64 --population 16 --generations 40 "
+                 "--ctx 128 --max-bits 8 --long-context-tokens 0 -o " +
+                 plan.string() + " --profile-out " + plan.string() + ".profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = read_json(plan);
+  fs::remove(plan);
+  fs::remove(plan.string() + ".profile");
+  EXPECT_EQ(j["model"]["sliding_window"], nlohmann::json::array({8, 8}));
+}
+
 }  // namespace
 }  // namespace kvplan::test
