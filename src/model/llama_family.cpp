@@ -91,18 +91,7 @@ class Loader {
   Loader(const TensorSource& source) : source_(source) {}
 
   std::vector<float> read(const std::string& name, std::vector<uint64_t> expected) {
-    if (!source_.has(name)) {
-      fail(ErrorCode::kNotFound, "{}: tensor '{}' is missing", source_.file, name);
-    }
-    std::vector<uint64_t> shape = source_.shape(name);
-    // A [1, n] or [n, 1] tensor is the same vector as [n].
-    if (expected.size() == 1 && shape.size() == 2 && (shape[0] == 1 || shape[1] == 1)) {
-      shape = {shape[0] * shape[1]};
-    }
-    if (shape != expected) {
-      fail(ErrorCode::kInvalidArgument, "{}: tensor '{}' has shape {}, expected {}", source_.file,
-           name, shape_text(shape), shape_text(expected));
-    }
+    check_shape(name, std::move(expected));
     return source_.read(name);
   }
 
@@ -118,24 +107,32 @@ class Loader {
     return w;
   }
 
-  RowMatrix matrix(const std::string& name, uint64_t rows, uint64_t cols) {
-    const std::vector<float> v = read(name, {rows, cols});
-    return Eigen::Map<const RowMatrix>(v.data(), static_cast<Eigen::Index>(rows),
-                                       static_cast<Eigen::Index>(cols));
+  WeightMatrix matrix(const std::string& name, uint64_t rows, uint64_t cols) {
+    check_shape(name, {rows, cols});
+    return source_.matrix(name, static_cast<int64_t>(rows), static_cast<int64_t>(cols));
   }
 
   // Stacks matrices with the same column count vertically (fused projections).
-  RowMatrix stacked(const std::vector<std::pair<std::string, uint64_t>>& parts, uint64_t cols) {
-    uint64_t rows = 0;
-    for (const auto& p : parts) rows += p.second;
-    RowMatrix out(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-    Eigen::Index at = 0;
-    for (const auto& [name, n] : parts) {
-      const auto r = static_cast<Eigen::Index>(n);
-      out.middleRows(at, r) = matrix(name, n, cols);
-      at += r;
+  WeightMatrix stacked(const std::vector<std::pair<std::string, uint64_t>>& parts, uint64_t cols) {
+    std::vector<WeightMatrix> matrices;
+    for (const auto& [name, rows] : parts) matrices.push_back(matrix(name, rows, cols));
+    return WeightMatrix::stacked(matrices);
+  }
+
+ private:
+  void check_shape(const std::string& name, std::vector<uint64_t> expected) const {
+    if (!source_.has(name)) {
+      fail(ErrorCode::kNotFound, "{}: tensor '{}' is missing", source_.file, name);
     }
-    return out;
+    std::vector<uint64_t> shape = source_.shape(name);
+    // A [1, n] or [n, 1] tensor is the same vector as [n].
+    if (expected.size() == 1 && shape.size() == 2 && (shape[0] == 1 || shape[1] == 1)) {
+      shape = {shape[0] * shape[1]};
+    }
+    if (shape != expected) {
+      fail(ErrorCode::kInvalidArgument, "{}: tensor '{}' has shape {}, expected {}", source_.file,
+           name, shape_text(shape), shape_text(expected));
+    }
   }
 
   const TensorSource& source_;
@@ -185,7 +182,7 @@ void load_llama_family(const TensorSource& source, TensorNaming naming, ModelWei
   if (source.has(global.output)) {
     w.output = load.matrix(global.output, vocab, hidden);
   }
-  c.tied_embeddings = w.output.size() == 0;
+  c.tied_embeddings = w.output.empty();
 
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {

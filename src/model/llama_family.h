@@ -10,12 +10,14 @@
 
 namespace kvplan {
 
-// Where the tensors come from: shapes outermost-first, values f32 row-major.
+// Where the tensors come from: shapes outermost-first; vectors read as f32, matrices kept as
+// stored ([rows, cols] already checked against the shape).
 struct TensorSource {
   std::string file;  // for error messages
   std::function<bool(const std::string&)> has;
   std::function<std::vector<uint64_t>(const std::string&)> shape;
   std::function<std::vector<float>(const std::string&)> read;
+  std::function<WeightMatrix(const std::string&, int64_t rows, int64_t cols)> matrix;
 };
 
 enum class TensorNaming { kGguf, kHf };

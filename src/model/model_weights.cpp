@@ -24,12 +24,12 @@ void require_supported(const ModelConfig& c, std::string_view file_format) {
   if (!problem.empty()) fail(ErrorCode::kUnimplemented, "{}: {}", c.source, problem);
 }
 
-// The harness dequantizes every weight to f32 at load: refuse, before reading any, a model whose
-// f32 weights exceed the memory there is, saying how much it needs.
-void require_memory_for_f32_weights(uint64_t elements, const std::string& source) {
-  const uint64_t need = elements * sizeof(float);
+// The harness reads the weights in place from the mapped file(s): refuse, before reading any, a
+// model whose weights exceed the memory there is, saying how much it needs.
+void require_memory_for_weights(uint64_t bytes_needed, uint64_t elements,
+                                const std::string& source) {
   const std::optional<uint64_t> available = available_memory_bytes();
-  if (!available || need <= *available) return;
+  if (!available || bytes_needed <= *available) return;
   const auto bytes = [](uint64_t b) {
     constexpr double kMiB = 1024.0 * 1024.0, kGiB = 1024.0 * kMiB;
     if (b >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(b) / kGiB);
@@ -41,9 +41,21 @@ void require_memory_for_f32_weights(uint64_t elements, const std::string& source
       : elements >= 1000000  ? fmt::format("{:.1f} M", static_cast<double>(elements) / 1e6)
                              : std::to_string(elements);
   fail(ErrorCode::kInvalidArgument,
-       "{}: the harness holds the weights as f32: {} for {} parameters, more than the {} "
-       "available ({})",
-       source, bytes(need), params, bytes(*available), available_memory_source());
+       "{}: the harness keeps the weights in memory as stored: {} for {} parameters, more than "
+       "the {} available ({})",
+       source, bytes(bytes_needed), params, bytes(*available), available_memory_source());
+}
+
+std::optional<GgmlType> ggml_type_of(SafetensorsDtype dtype) {
+  switch (dtype) {
+    case SafetensorsDtype::kF32:
+      return GgmlType::kF32;
+    case SafetensorsDtype::kF16:
+      return GgmlType::kF16;
+    case SafetensorsDtype::kBF16:
+      return GgmlType::kBF16;
+  }
+  return std::nullopt;
 }
 
 void finish(ModelWeights& w) {
@@ -84,7 +96,8 @@ size_t ModelWeights::n_parameters() const {
   return n;
 }
 
-ModelWeights load_gguf_weights(const GgufFile& gguf) {
+ModelWeights load_gguf_weights(std::shared_ptr<const GgufFile> file) {
+  const GgufFile& gguf = *file;
   ModelWeights w;
   w.config = gguf_model_config(gguf);
   w.path = gguf.path();
@@ -100,9 +113,12 @@ ModelWeights load_gguf_weights(const GgufFile& gguf) {
            gguf.path().string(), t.name, t.type->name);
     }
   }
-  uint64_t elements = 0;
-  for (const GgufTensorInfo& t : gguf.tensors()) elements += t.n_elements;
-  require_memory_for_f32_weights(elements, gguf.path().string());
+  uint64_t elements = 0, bytes = 0;
+  for (const GgufTensorInfo& t : gguf.tensors()) {
+    elements += t.n_elements;
+    bytes += t.n_bytes;
+  }
+  require_memory_for_weights(bytes, elements, gguf.path().string());
   TensorSource source;
   source.file = gguf.path().string();
   source.has = [&](const std::string& n) { return gguf.find_tensor(n) != nullptr; };
@@ -111,6 +127,11 @@ ModelWeights load_gguf_weights(const GgufFile& gguf) {
     return std::vector<uint64_t>(t.dims.rbegin(), t.dims.rend());
   };
   source.read = [&](const std::string& n) { return dequantize_gguf_tensor(gguf, gguf.tensor(n)); };
+  source.matrix = [&](const std::string& n, int64_t rows, int64_t cols) {
+    const GgufTensorInfo& t = gguf.tensor(n);
+    return WeightMatrix::borrowed(t.type->type, gguf.tensor_bytes(t), rows, cols, file,
+                                  fmt::format("{}: tensor '{}'", gguf.path().string(), n));
+  };
   load_llama_family(source, TensorNaming::kGguf, w);
   if (const GgufTensorInfo* f = gguf.find_tensor("rope_freqs.weight")) {
     if (f->n_elements != static_cast<uint64_t>(w.config.head_dim / 2)) {
@@ -131,18 +152,27 @@ ModelWeights load_safetensors_weights(const std::filesystem::path& model_dir) {
   w.path = model_dir;
   w.file_format = "safetensors";
   require_supported(w.config, "safetensors");
-  const SafetensorsSet set(model_dir);
+  const auto shared_set = std::make_shared<const SafetensorsSet>(model_dir);
+  const SafetensorsSet& set = *shared_set;
   for (const SafetensorsTensor* t : set.tensors()) {
     w.tensors.push_back({t->name, t->shape, t->dtype_name, t->bytes.size()});
   }
-  uint64_t elements = 0;
-  for (const SafetensorsTensor* t : set.tensors()) elements += t->n_elements();
-  require_memory_for_f32_weights(elements, set.source().string());
+  uint64_t elements = 0, bytes = 0;
+  for (const SafetensorsTensor* t : set.tensors()) {
+    elements += t->n_elements();
+    bytes += t->bytes.size();
+  }
+  require_memory_for_weights(bytes, elements, set.source().string());
   TensorSource source;
   source.file = set.source().string();
   source.has = [&](const std::string& n) { return set.find(n) != nullptr; };
   source.shape = [&](const std::string& n) { return set.tensor(n).shape; };
   source.read = [&](const std::string& n) { return set.to_f32(set.tensor(n)); };
+  source.matrix = [&](const std::string& n, int64_t rows, int64_t cols) {
+    const SafetensorsTensor& t = set.tensor(n);
+    return WeightMatrix::borrowed(*ggml_type_of(t.dtype), t.bytes, rows, cols, shared_set,
+                                  fmt::format("{}: tensor '{}'", t.file->string(), n));
+  };
   load_llama_family(source, TensorNaming::kHf, w);
   finish(w);
   return w;
@@ -208,8 +238,7 @@ ModelInfo read_model_info(const std::filesystem::path& path) {
 
 ModelWeights load_model_weights(const std::filesystem::path& path) {
   if (is_hf_path(path)) return load_safetensors_weights(hf_dir(path));
-  const GgufFile gguf(path);
-  return load_gguf_weights(gguf);
+  return load_gguf_weights(std::make_shared<const GgufFile>(path));
 }
 
 uint64_t model_fingerprint(const ModelConfig& c, const std::vector<TensorSummary>& tensors) {

@@ -1,9 +1,11 @@
-// The weights of a Llama-family model (Llama 2/3, Mistral, Qwen2 with q/k/v biases, SmolLM2) as
-// f32 row-major matrices, dequantized once at load from GGUF or HF safetensors + config.json.
+// The weights of a Llama-family model (Llama 2/3, Mistral, Qwen2 with q/k/v biases, SmolLM2, Qwen3,
+// Phi-3, Gemma 2/3) from GGUF or HF safetensors + config.json. Matrices stay in the type the file
+// stores them in, read in place from the memory-mapped file (weight_matrix.h); the small vectors
+// (norms, biases) are f32 copies.
 //
 // Matrices are [out, in] (PyTorch's Linear.weight order; GGUF's dims reversed), so a projection of
-// a chunk X [T, in] is X * W^T. Q/K/V are fused into one [q + k + v, hidden] matrix and gate/up
-// into one [2 * ffn, hidden] matrix so that a chunk needs one GEMM for each.
+// a chunk X [T, in] is X * W^T. Q/K/V are stacked into one [q + k + v, hidden] matrix and gate/up
+// into one [2 * ffn, hidden] matrix so that a chunk needs one product for each.
 //
 //   kvplan::ModelWeights w = kvplan::load_model_weights("stories260K.gguf");
 //   w.config.n_layers;  w.layers[0].wqkv.rows();  kvplan::hash_hex(w.fingerprint);
@@ -12,29 +14,28 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <Eigen/Core>
 
 #include "model/model_config.h"
+#include "model/weight_matrix.h"
 
 namespace kvplan {
 
 class GgufFile;
 class SafetensorsSet;
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using Vector = Eigen::Matrix<float, 1, Eigen::Dynamic>;  // a row vector: broadcasts over [T, n]
-
 struct LayerWeights {
-  Vector attn_norm;     // [hidden]
-  RowMatrix wqkv;       // [(n_heads + 2 n_kv_heads) head_dim, hidden]: rows of Q, then K, then V
-  Vector bqkv;          // [(n_heads + 2 n_kv_heads) head_dim] or empty (no attention bias)
-  RowMatrix wo;         // [hidden, n_heads head_dim]
-  Vector ffn_norm;      // [hidden]
-  RowMatrix w_gate_up;  // [2 ffn, hidden]: gate rows, then up rows
-  RowMatrix w_down;     // [hidden, ffn]
+  Vector attn_norm;        // [hidden]
+  WeightMatrix wqkv;       // [(n_heads + 2 n_kv_heads) head_dim, hidden]: rows of Q, then K, then V
+  Vector bqkv;             // [(n_heads + 2 n_kv_heads) head_dim] or empty (no attention bias)
+  WeightMatrix wo;         // [hidden, n_heads head_dim]
+  Vector ffn_norm;         // [hidden]
+  WeightMatrix w_gate_up;  // [2 ffn, hidden]: gate rows, then up rows
+  WeightMatrix w_down;     // [hidden, ffn]
   // config.qk_norm: [head_dim] each; config.post_norms: [hidden] each; empty otherwise.
   Vector q_norm, k_norm;
   Vector post_attn_norm, post_ffn_norm;
@@ -52,16 +53,16 @@ struct ModelWeights {
   ModelConfig config;
   std::filesystem::path path;
   std::string file_format;  // "gguf" or "safetensors"
-  RowMatrix token_embd;     // [vocab, hidden]
+  WeightMatrix token_embd;  // [vocab, hidden]
   Vector output_norm;       // [hidden]
-  RowMatrix output;         // [vocab, hidden]; empty when tied to token_embd
+  WeightMatrix output;      // [vocab, hidden]; empty when tied to token_embd
   std::vector<LayerWeights> layers;
   std::vector<float> rope_freq_factors;  // GGUF rope_freqs.weight (llama3 scaling), else empty
   std::vector<TensorSummary> tensors;    // every tensor of the file(s), sorted by name
   uint64_t fingerprint = 0;
 
-  [[nodiscard]] const RowMatrix& lm_head() const { return output.size() ? output : token_embd; }
-  [[nodiscard]] bool tied_embeddings() const { return output.size() == 0; }
+  [[nodiscard]] const WeightMatrix& lm_head() const { return output.empty() ? token_embd : output; }
+  [[nodiscard]] bool tied_embeddings() const { return output.empty(); }
   [[nodiscard]] size_t n_parameters() const;
 };
 
@@ -80,7 +81,7 @@ ModelInfo read_model_info(const std::filesystem::path& path);
 // Error naming the file and tensor: kUnimplemented for an architecture or tensor type kvplan cannot
 // run, kNotFound for a missing tensor, kInvalidArgument for a wrong shape.
 ModelWeights load_model_weights(const std::filesystem::path& path);
-ModelWeights load_gguf_weights(const GgufFile& gguf);
+ModelWeights load_gguf_weights(std::shared_ptr<const GgufFile> gguf);
 ModelWeights load_safetensors_weights(const std::filesystem::path& model_dir);
 
 // Why load_model_weights would refuse this model read from a `file_format` ("gguf" or

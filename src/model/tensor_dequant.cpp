@@ -158,31 +158,41 @@ bool can_dequantize(GgmlType type) {
          block_codec(type, &codec);
 }
 
-void dequantize_tensor(GgmlType type, std::span<const std::byte> bytes, size_t n_values, float* out,
-                       std::string_view what) {
-  const auto* src = reinterpret_cast<const uint8_t*>(bytes.data());
+void dequantize_row(GgmlType type, const std::byte* bytes, size_t n_values, float* out) {
+  const auto* src = reinterpret_cast<const uint8_t*>(bytes);
   switch (type) {
     case GgmlType::kF32:
-      check_length(bytes, n_values * 4, what, type, n_values);
       std::memcpy(out, src, n_values * 4);
       return;
     case GgmlType::kF16:
-      check_length(bytes, n_values * 2, what, type, n_values);
       for (size_t i = 0; i < n_values; ++i) out[i] = f16_to_f32(load_u16_le(src + 2 * i));
       return;
     case GgmlType::kBF16:
-      check_length(bytes, n_values * 2, what, type, n_values);
       for (size_t i = 0; i < n_values; ++i) out[i] = bf16_to_f32(load_u16_le(src + 2 * i));
       return;
     default:
       break;
   }
   BlockCodec codec{};
-  if (!block_codec(type, &codec)) {
+  if (!block_codec(type, &codec)) return;
+  const size_t n_blocks = n_values / codec.values;
+  for (size_t b = 0; b < n_blocks; ++b) codec.fn(src + b * codec.bytes, out + b * codec.values);
+}
+
+void dequantize_tensor(GgmlType type, std::span<const std::byte> bytes, size_t n_values, float* out,
+                       std::string_view what) {
+  BlockCodec codec{};
+  const bool plain = type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16;
+  if (!plain && !block_codec(type, &codec)) {
     fail(ErrorCode::kUnimplemented,
          "{}: tensor type {} cannot be dequantized (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
          "Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
          what, type_name(type));
+  }
+  if (plain) {
+    check_length(bytes, n_values * (type == GgmlType::kF32 ? 4 : 2), what, type, n_values);
+    dequantize_row(type, bytes.data(), n_values, out);
+    return;
   }
   if (n_values % codec.values != 0) {
     fail(ErrorCode::kInvalidArgument, "{}: {} values is not a whole number of {}-value {} blocks",
@@ -190,6 +200,7 @@ void dequantize_tensor(GgmlType type, std::span<const std::byte> bytes, size_t n
   }
   const size_t n_blocks = n_values / codec.values;
   check_length(bytes, n_blocks * codec.bytes, what, type, n_values);
+  const auto* src = reinterpret_cast<const uint8_t*>(bytes.data());
 #pragma omp parallel for schedule(static) if (n_blocks > 1024)
   for (size_t b = 0; b < n_blocks; ++b) codec.fn(src + b * codec.bytes, out + b * codec.values);
 }

@@ -1,4 +1,5 @@
-// Dequantization of GGUF tensor bytes to f32 (weights are dequantized once, at load).
+// Dequantization of GGUF tensor bytes to f32 (whole tensors at load, rows of weight tiles inside
+// the products).
 //
 // Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (the block math of
 // kernels/kv_format_math.h, byte-identical to ggml's layouts) and the K-quants Q4_K, Q5_K, Q6_K
@@ -34,6 +35,10 @@ bool can_dequantize(GgmlType type);
 // when n_values is not a whole number of blocks, kOutOfRange when `bytes` is too short.
 void dequantize_tensor(GgmlType type, std::span<const std::byte> bytes, size_t n_values, float* out,
                        std::string_view what);
+
+// `n_values` values of `type` from `src` into `out`, serially, without checks: the caller has
+// checked the type (can_dequantize), that n_values is a whole number of blocks and the length.
+void dequantize_row(GgmlType type, const std::byte* src, size_t n_values, float* out);
 
 // The whole tensor as f32, in GGUF order (dims[0] contiguous).
 std::vector<float> dequantize_gguf_tensor(const GgufFile& gguf, const GgufTensorInfo& info);

@@ -67,28 +67,6 @@ SerialEigenScope::~SerialEigenScope() {
   Eigen::setNbThreads(saved_);
 }
 
-void matmul_transposed(const RowMatrix& x, const RowMatrix& w, RowMatrix& y) {
-  y.resize(x.rows(), w.rows());
-  if (x.rows() >= 4) {
-    const double work = static_cast<double>(x.rows()) * static_cast<double>(w.size());
-    if (work < 1.6e7) {
-      const SerialEigenScope serial;
-      y.noalias() = x * w.transpose();
-    } else {
-      y.noalias() = x * w.transpose();
-    }
-    return;
-  }
-  // Matrix-vector products stream W once: one contiguous dot product per output, split over
-  // the threads (Eigen would run them on one thread).
-  const Eigen::Index out = w.rows();
-  const Eigen::Index rows = x.rows();
-#pragma omp parallel for schedule(static) if (out * w.cols() > (1 << 17))
-  for (Eigen::Index o = 0; o < out; ++o) {
-    for (Eigen::Index r = 0; r < rows; ++r) y(r, o) = w.row(o).dot(x.row(r));
-  }
-}
-
 Transformer::Transformer(const ModelWeights& weights) : weights_(weights) {}
 
 RowMatrix Transformer::forward(std::span<const int32_t> tokens, KvCache& cache,
@@ -104,7 +82,7 @@ RowMatrix Transformer::forward(std::span<const int32_t> tokens, KvCache& cache,
            "vocabulary [0, {})",
            id, t, weights_.token_embd.rows());
     }
-    x.row(static_cast<Eigen::Index>(t)) = weights_.token_embd.row(id);
+    weights_.token_embd.dequantize_rows(id, 1, x.row(static_cast<Eigen::Index>(t)).data());
   }
   if (c.embedding_scale != 1.0) x *= static_cast<float>(c.embedding_scale);
   return forward_from_layer(0, x, cache, capture, options);

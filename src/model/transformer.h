@@ -82,7 +82,4 @@ class SerialEigenScope {
   int saved_;
 };
 
-// Y = X * W^T for X [T, in], W [out, in]; single-row products are split over threads by rows of W.
-void matmul_transposed(const RowMatrix& x, const RowMatrix& w, RowMatrix& y);
-
 }  // namespace kvplan

@@ -176,19 +176,19 @@ TEST(ModelFiles, ModelLargerThanMemoryIsRefusedWithWhatItNeeds) {
   const auto dir = test::temp_dir("tiny_memory");
   const auto path = write_tiny_gguf(dir / "tiny.gguf", TinySpec{});
   const ModelInfo info = read_model_info(path);
-  uint64_t elements = 0;
+  uint64_t elements = 0, bytes = 0;
   for (const TensorSummary& t : info.tensors) {
     uint64_t n = 1;
     for (const uint64_t d : t.shape) n *= d;
     elements += n;
+    bytes += t.bytes;
   }
-  ASSERT_EQ(::setenv("KVPLAN_MEMORY_LIMIT", std::to_string(elements * 4 - 1).c_str(), 1), 0);
+  ASSERT_EQ(::setenv("KVPLAN_MEMORY_LIMIT", std::to_string(bytes - 1).c_str(), 1), 0);
   const std::string e = error_of([&] { (void)load_model_weights(path); });
-  expect_contains(
-      e, {"tiny.gguf", "f32",
-          std::to_string(elements * 4) + " B for " + std::to_string(elements) + " parameters",
-          "KVPLAN_MEMORY_LIMIT"});
-  ASSERT_EQ(::setenv("KVPLAN_MEMORY_LIMIT", std::to_string(elements * 4).c_str(), 1), 0);
+  expect_contains(e, {"tiny.gguf", "as stored",
+                      std::to_string(bytes) + " B for " + std::to_string(elements) + " parameters",
+                      "KVPLAN_MEMORY_LIMIT"});
+  ASSERT_EQ(::setenv("KVPLAN_MEMORY_LIMIT", std::to_string(bytes).c_str(), 1), 0);
   EXPECT_NO_THROW((void)load_model_weights(path));
   ASSERT_EQ(::setenv("KVPLAN_MEMORY_LIMIT", "12 GiB", 1), 0);
   expect_contains(error_of([&] { (void)load_model_weights(path); }),

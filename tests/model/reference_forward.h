@@ -17,12 +17,14 @@ inline std::vector<std::vector<double>> reference_logits(const ModelWeights& w,
   const int D = c.hidden_size, hd = c.head_dim, nh = c.n_heads;
   const size_t T = tokens.size();
   using Vec = std::vector<double>;
-  auto matvec = [](const RowMatrix& m, Eigen::Index row0, Eigen::Index rows, const Vec& x) {
+  auto matvec = [](const WeightMatrix& w, Eigen::Index row0, Eigen::Index rows, const Vec& x) {
+    RowMatrix m(rows, w.cols());
+    w.dequantize_rows(row0, rows, m.data());
     Vec y(static_cast<size_t>(rows), 0.0);
     for (Eigen::Index r = 0; r < rows; ++r) {
       double s = 0;
       for (Eigen::Index k = 0; k < m.cols(); ++k)
-        s += static_cast<double>(m(row0 + r, k)) * x[static_cast<size_t>(k)];
+        s += static_cast<double>(m(r, k)) * x[static_cast<size_t>(k)];
       y[static_cast<size_t>(r)] = s;
     }
     return y;
@@ -48,8 +50,9 @@ inline std::vector<std::vector<double>> reference_logits(const ModelWeights& w,
   };
   std::vector<Vec> x(T);
   for (size_t t = 0; t < T; ++t) {
-    x[t].resize(static_cast<size_t>(D));
-    for (int i = 0; i < D; ++i) x[t][static_cast<size_t>(i)] = w.token_embd(tokens[t], i);
+    RowMatrix row(1, D);
+    w.token_embd.dequantize_rows(tokens[t], 1, row.data());
+    x[t].assign(row.data(), row.data() + D);
   }
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];

@@ -185,7 +185,9 @@ TEST_F(Stories, CapturesAndForwardFromLayer) {
   for (Eigen::Index i = 0; i < c.head_dim; ++i)
     EXPECT_EQ(cap.k[3](5, i), cache.layer(3).keys(0)[5 * c.head_dim + i]);
   // Layer 0's input is the embedding of the tokens.
-  EXPECT_EQ(max_abs_diff(cap.layer_input[0].row(4), weights_->token_embd.row(t[4])), 0.0);
+  RowMatrix embedding(1, c.hidden_size);
+  weights_->token_embd.dequantize_rows(t[4], 1, embedding.data());
+  EXPECT_EQ(max_abs_diff(cap.layer_input[0].row(4), embedding), 0.0);
   for (int l : {1, 3}) {
     KvCache fresh(c, KvCacheOptions::exact_kv());
     const RowMatrix from =
