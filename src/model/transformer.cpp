@@ -1,7 +1,6 @@
 #include "model/transformer.h"
 
 #include <cmath>
-#include <optional>
 
 #include <Eigen/Core>
 #ifdef _OPENMP
@@ -60,13 +59,6 @@ int compute_threads() {
   return Eigen::nbThreads();
 }
 
-SerialEigenScope::SerialEigenScope() : saved_(Eigen::nbThreads()) {
-  Eigen::setNbThreads(1);
-}
-SerialEigenScope::~SerialEigenScope() {
-  Eigen::setNbThreads(saved_);
-}
-
 Transformer::Transformer(const ModelWeights& weights) : weights_(weights) {}
 
 RowMatrix Transformer::forward(std::span<const int32_t> tokens, KvCache& cache,
@@ -91,33 +83,68 @@ RowMatrix Transformer::forward(std::span<const int32_t> tokens, KvCache& cache,
 RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& layer_input,
                                           KvCache& cache, ForwardCapture* capture,
                                           const ForwardOptions& options) const {
+  const size_t from = options.last_logits_only && layer_input.rows() > 0
+                          ? static_cast<size_t>(layer_input.rows() - 1)
+                          : options.logits_from_row;
+  const BatchSequence one{&layer_input, &cache, from};
+  return run_layers(first_layer, std::span(&one, 1), capture);
+}
+
+RowMatrix Transformer::forward_batch_from_layer(int first_layer,
+                                                std::span<const BatchSequence> batch) const {
+  return run_layers(first_layer, batch, nullptr);
+}
+
+RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence> batch,
+                                  ForwardCapture* capture) const {
   const ModelConfig& c = weights_.config;
   if (first_layer < 0 || first_layer >= c.n_layers) {
     fail(ErrorCode::kInvalidArgument, "forward_from_layer: layer {} outside [0, {})", first_layer,
          c.n_layers);
   }
-  if (layer_input.cols() != c.hidden_size || layer_input.rows() == 0) {
-    fail(ErrorCode::kInvalidArgument, "forward_from_layer: input is [{}, {}], expected [T, {}]",
-         layer_input.rows(), layer_input.cols(), c.hidden_size);
+  if (batch.empty()) fail(ErrorCode::kInvalidArgument, "forward: empty batch");
+  if (capture != nullptr && batch.size() != 1) {
+    fail(ErrorCode::kInternal, "forward: a capture records one sequence, not {}", batch.size());
   }
-  if (cache.n_layers() != c.n_layers) {
-    fail(ErrorCode::kInvalidArgument, "KV cache has {} layers, the model {}", cache.n_layers(),
-         c.n_layers);
+  // Sequence s holds rows [offset[s], offset[s + 1]) of the stacked residual stream.
+  const size_t S = batch.size();
+  std::vector<Eigen::Index> offset(S + 1, 0);
+  std::vector<size_t> pos0(S);
+  for (size_t s = 0; s < S; ++s) {
+    const BatchSequence& seq = batch[s];
+    const RowMatrix& in = *seq.layer_input;
+    if (in.cols() != c.hidden_size || in.rows() == 0) {
+      fail(ErrorCode::kInvalidArgument, "forward_from_layer: input is [{}, {}], expected [T, {}]",
+           in.rows(), in.cols(), c.hidden_size);
+    }
+    if (seq.cache->n_layers() != c.n_layers) {
+      fail(ErrorCode::kInvalidArgument, "KV cache has {} layers, the model {}",
+           seq.cache->n_layers(), c.n_layers);
+    }
+    if (seq.logits_from_row >= static_cast<size_t>(in.rows())) {
+      fail(ErrorCode::kInvalidArgument, "forward: logits_from_row {} is not below the {} rows",
+           seq.logits_from_row, in.rows());
+    }
+    offset[s + 1] = offset[s] + in.rows();
+    pos0[s] = seq.cache->layer(first_layer).n_tokens();
   }
-  const Eigen::Index T = layer_input.rows();
+  const Eigen::Index N = offset[S];
   const Eigen::Index hd = c.head_dim;
-  const size_t pos0 = cache.layer(first_layer).n_tokens();
-  RopeTable rope(c, weights_.rope_freq_factors);
-  rope.prepare(pos0, static_cast<size_t>(T));
-  // Sliding-window layers with their own RoPE base (Gemma 3's local layers).
-  std::optional<RopeTable> rope_sliding;
-  if (c.rope_theta_sliding > 0) {
-    // Gemma 3 scales the global layers' RoPE only (llama.cpp: rope_freq_scale_train_swa = 1).
-    ModelConfig sliding = c;
-    sliding.rope_theta = c.rope_theta_sliding;
-    sliding.rope_scaling = RopeScaling::kNone;
-    rope_sliding.emplace(sliding, weights_.rope_freq_factors);
-    rope_sliding->prepare(pos0, static_cast<size_t>(T));
+  // Each sequence's positions, for the global layers and for sliding-window layers with their own
+  // RoPE base (Gemma 3's local layers, whose RoPE is never scaled: llama.cpp's
+  // rope_freq_scale_train_swa = 1).
+  std::vector<RopeTable> rope, rope_sliding;
+  ModelConfig sliding_config = c;
+  sliding_config.rope_theta = c.rope_theta_sliding;
+  sliding_config.rope_scaling = RopeScaling::kNone;
+  for (size_t s = 0; s < S; ++s) {
+    const auto T = static_cast<size_t>(offset[s + 1] - offset[s]);
+    rope.emplace_back(c, weights_.rope_freq_factors);
+    rope.back().prepare(pos0[s], T);
+    if (c.rope_theta_sliding > 0) {
+      rope_sliding.emplace_back(sliding_config, weights_.rope_freq_factors);
+      rope_sliding.back().prepare(pos0[s], T);
+    }
   }
   // Queries carry any scale other than attention's 1/sqrt(head_dim).
   const float query_scale =
@@ -131,14 +158,19 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     }
   }
 
-  RowMatrix x = layer_input;
-  RowMatrix h, qkv, attn(T, static_cast<Eigen::Index>(c.n_heads) * hd), proj, gate_up, act;
+  RowMatrix x(N, c.hidden_size);
+  for (size_t s = 0; s < S; ++s) {
+    x.middleRows(offset[s], offset[s + 1] - offset[s]) = *batch[s].layer_input;
+  }
+  RowMatrix h, qkv, attn(N, static_cast<Eigen::Index>(c.n_heads) * hd), proj, gate_up, act;
   for (int l = first_layer; l < c.n_layers; ++l) {
     const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
-    LayerKvCache& layer_cache = cache.layer(l);
-    if (layer_cache.n_tokens() != pos0) {
-      fail(ErrorCode::kInternal, "KV cache layer {} holds {} tokens, layer {} holds {}", l,
-           layer_cache.n_tokens(), first_layer, pos0);
+    for (size_t s = 0; s < S; ++s) {
+      const LayerKvCache& layer_cache = batch[s].cache->layer(l);
+      if (layer_cache.n_tokens() != pos0[s]) {
+        fail(ErrorCode::kInternal, "KV cache layer {} holds {} tokens, layer {} holds {}", l,
+             layer_cache.n_tokens(), first_layer, pos0[s]);
+      }
     }
     const int n_kv = c.n_kv_heads[static_cast<size_t>(l)];
     const Eigen::Index q_cols = static_cast<Eigen::Index>(c.n_heads) * hd;
@@ -147,20 +179,22 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
       capture->layer_input[static_cast<size_t>(l)] = x;
 
     rms_norm(x, L.attn_norm, c.rms_norm_eps, h);
-    matmul_transposed(h, L.wqkv, qkv);  // [T, q + 2 kv]
+    matmul_transposed(h, L.wqkv, qkv);  // [N, q + 2 kv]
     if (L.bqkv.size()) qkv.rowwise() += L.bqkv;
     const bool sliding = c.sliding_window[static_cast<size_t>(l)] > 0;
-    const RopeTable& layer_rope = sliding && rope_sliding ? *rope_sliding : rope;
-    for (Eigen::Index t = 0; t < T; ++t) {
-      float* row = qkv.row(t).data();
-      if (c.qk_norm) {
-        rms_norm_heads(row, c.n_heads, c.head_dim, L.q_norm, c.rms_norm_eps);
-        rms_norm_heads(row + q_cols, n_kv, c.head_dim, L.k_norm, c.rms_norm_eps);
-      }
-      layer_rope.apply(row, static_cast<size_t>(t), c.n_heads);
-      layer_rope.apply(row + q_cols, static_cast<size_t>(t), n_kv);
-      if (query_scale != 1.0f) {
-        for (Eigen::Index i = 0; i < q_cols; ++i) row[i] *= query_scale;
+    for (size_t s = 0; s < S; ++s) {
+      const RopeTable& layer_rope = sliding && !rope_sliding.empty() ? rope_sliding[s] : rope[s];
+      for (Eigen::Index t = 0; t < offset[s + 1] - offset[s]; ++t) {
+        float* row = qkv.row(offset[s] + t).data();
+        if (c.qk_norm) {
+          rms_norm_heads(row, c.n_heads, c.head_dim, L.q_norm, c.rms_norm_eps);
+          rms_norm_heads(row + q_cols, n_kv, c.head_dim, L.k_norm, c.rms_norm_eps);
+        }
+        layer_rope.apply(row, static_cast<size_t>(t), c.n_heads);
+        layer_rope.apply(row + q_cols, static_cast<size_t>(t), n_kv);
+        if (query_scale != 1.0f) {
+          for (Eigen::Index i = 0; i < q_cols; ++i) row[i] *= query_scale;
+        }
       }
     }
     if (capture != nullptr && capture->qkv) {
@@ -170,16 +204,21 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     }
 
     const size_t stride = static_cast<size_t>(qkv.cols());
-    layer_cache.append(qkv.data() + q_cols, qkv.data() + q_cols + kv_cols, static_cast<size_t>(T),
-                       stride);
-    const bool quantize_first = cache.options().chunk_attends_quantized;
-    if (quantize_first) layer_cache.commit();
     const AttentionShape shape{c.n_heads, n_kv, c.head_dim,
                                c.sliding_window[static_cast<size_t>(l)],
                                static_cast<float>(c.attn_logit_softcap)};
-    attend_chunk(qkv.data(), stride, static_cast<size_t>(T), pos0, layer_cache, shape, attn.data(),
-                 static_cast<size_t>(attn.cols()));
-    if (!quantize_first) layer_cache.commit();
+    for (size_t s = 0; s < S; ++s) {
+      LayerKvCache& layer_cache = batch[s].cache->layer(l);
+      const auto T = static_cast<size_t>(offset[s + 1] - offset[s]);
+      const float* rows = qkv.data() + static_cast<size_t>(offset[s]) * stride;
+      layer_cache.append(rows + q_cols, rows + q_cols + kv_cols, T, stride);
+      const bool quantize_first = batch[s].cache->options().chunk_attends_quantized;
+      if (quantize_first) layer_cache.commit();
+      attend_chunk(rows, stride, T, pos0[s], layer_cache, shape,
+                   attn.data() + static_cast<size_t>(offset[s]) * static_cast<size_t>(attn.cols()),
+                   static_cast<size_t>(attn.cols()));
+      if (!quantize_first) layer_cache.commit();
+    }
 
     matmul_transposed(attn, L.wo, proj);
     if (c.post_norms) {
@@ -190,12 +229,12 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     }
 
     rms_norm(x, L.ffn_norm, c.rms_norm_eps, h);
-    matmul_transposed(h, L.w_gate_up, gate_up);  // [T, 2 ffn]: act(gate) * up
+    matmul_transposed(h, L.w_gate_up, gate_up);  // [N, 2 ffn]: act(gate) * up
     const Eigen::Index ffn = L.w_down.cols();
-    act.resize(T, ffn);
+    act.resize(N, ffn);
     const bool gelu = c.ffn_activation == FfnActivation::kGeluTanh;
-#pragma omp parallel for schedule(static) if (T * ffn > (1 << 15))
-    for (Eigen::Index t = 0; t < T; ++t) {
+#pragma omp parallel for schedule(static) if (N * ffn > (1 << 15))
+    for (Eigen::Index t = 0; t < N; ++t) {
       const float* g = gate_up.row(t).data();
       const float* u = g + ffn;
       float* a = act.row(t).data();
@@ -214,21 +253,21 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
     }
   }
 
-  RowMatrix normed;
-  RowMatrix logits;
-  if (options.last_logits_only) {
-    const RowMatrix last = x.bottomRows(1);
-    rms_norm(last, weights_.output_norm, c.rms_norm_eps, normed);
-  } else if (options.logits_from_row > 0) {
-    if (options.logits_from_row >= static_cast<size_t>(T)) {
-      fail(ErrorCode::kInvalidArgument, "forward: logits_from_row {} is not below the {} rows",
-           options.logits_from_row, T);
-    }
-    const RowMatrix tail = x.bottomRows(T - static_cast<Eigen::Index>(options.logits_from_row));
-    rms_norm(tail, weights_.output_norm, c.rms_norm_eps, normed);
-  } else {
-    rms_norm(x, weights_.output_norm, c.rms_norm_eps, normed);
+  // The rows whose logits are wanted, sequence after sequence.
+  Eigen::Index wanted = 0;
+  for (size_t s = 0; s < S; ++s) {
+    wanted += offset[s + 1] - offset[s] - static_cast<Eigen::Index>(batch[s].logits_from_row);
   }
+  RowMatrix tail(wanted, c.hidden_size);
+  Eigen::Index at = 0;
+  for (size_t s = 0; s < S; ++s) {
+    const auto from = static_cast<Eigen::Index>(batch[s].logits_from_row);
+    const Eigen::Index n = offset[s + 1] - offset[s] - from;
+    tail.middleRows(at, n) = x.middleRows(offset[s] + from, n);
+    at += n;
+  }
+  RowMatrix normed, logits;
+  rms_norm(tail, weights_.output_norm, c.rms_norm_eps, normed);
   matmul_transposed(normed, weights_.lm_head(), logits);
   if (c.final_logit_softcap > 0) {
     const float cap = static_cast<float>(c.final_logit_softcap);

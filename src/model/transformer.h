@@ -60,26 +60,27 @@ class Transformer {
                                ForwardCapture* capture = nullptr,
                                const ForwardOptions& options = {}) const;
 
+  // One sequence of a batch: its residual stream entering the first layer ([T, hidden]), its
+  // cache, and the first of its rows whose logits are wanted.
+  struct BatchSequence {
+    const RowMatrix* layer_input = nullptr;
+    KvCache* cache = nullptr;
+    size_t logits_from_row = 0;
+  };
+  // forward_from_layer for independent sequences at once: the matrix products take every
+  // sequence's rows together (one product instead of one per sequence; each row's result is the
+  // same bits as alone whenever a sequence has 4 rows or more), attention runs per sequence over
+  // its own cache. Returns each sequence's logits rows [logits_from_row, T), one after another.
+  RowMatrix forward_batch_from_layer(int first_layer, std::span<const BatchSequence> batch) const;
+
   // FLOPs of one chunk of `n` tokens starting at position `pos0` (GEMMs and attention), for
   // reporting GFLOP/s.
   [[nodiscard]] double chunk_flops(size_t pos0, size_t n, bool all_logits = true) const;
 
  private:
+  RowMatrix run_layers(int first_layer, std::span<const BatchSequence> batch,
+                       ForwardCapture* capture) const;
   const ModelWeights& weights_;
-  std::vector<float> rope_factors_;
-};
-
-// Runs Eigen's products on one thread while alive (small products lose more to thread start-up
-// and barriers than they gain).
-class SerialEigenScope {
- public:
-  SerialEigenScope();
-  ~SerialEigenScope();
-  SerialEigenScope(const SerialEigenScope&) = delete;
-  SerialEigenScope& operator=(const SerialEigenScope&) = delete;
-
- private:
-  int saved_;
 };
 
 }  // namespace kvplan

@@ -14,15 +14,24 @@ namespace kvplan {
 namespace {
 
 // A tile's dequantized rows stay in the core's L2 cache while its product runs. Tiles are whole
-// multiples of 48 rows (three AVX-512 packets of Eigen's kernel), which keeps the tiled product
-// bit-identical to one product over the whole matrix.
-constexpr int64_t kTileBytes = 512 * 1024;
+// multiples of 48 rows (the rows Eigen's kernel takes at once: three AVX-512 packets, six AVX
+// ones), which makes each tile's product bit-identical to the same rows of one product over the
+// whole matrix: so the tile size may follow the thread count without changing any result.
+constexpr int64_t kTileBytes = 1024 * 1024;
 constexpr int64_t kTileRowQuantum = 48;
+// Eigen's kernel width in rows of x (nr = 4 columns of x^T on AVX/AVX-512).
+constexpr int64_t kRowGroup = 4;
 
-int64_t tile_rows_for(int64_t cols) {
-  const int64_t quanta =
-      kTileBytes / (kTileRowQuantum * cols * static_cast<int64_t>(sizeof(float)));
-  return kTileRowQuantum * std::max<int64_t>(1, quanta);
+// Rows per tile of a part of `rows` x `cols`: at most kTileBytes of f32, and at least one tile
+// per thread where the part has the rows for it, so that every thread gets a share.
+int64_t tile_rows_for(int64_t rows, int64_t cols, int threads) {
+  const int64_t most =
+      kTileRowQuantum * std::max<int64_t>(1, kTileBytes / (kTileRowQuantum * cols *
+                                                           static_cast<int64_t>(sizeof(float))));
+  int64_t tiles = (rows + most - 1) / most;
+  if (rows >= kTileRowQuantum * threads) tiles = (tiles + threads - 1) / threads * threads;
+  const int64_t per_tile = (rows + tiles - 1) / tiles;
+  return (per_tile + kTileRowQuantum - 1) / kTileRowQuantum * kTileRowQuantum;
 }
 
 // Below this many multiply-adds a product runs on the calling thread (thread start-up and the
@@ -43,25 +52,24 @@ bool in_parallel_region() {
 #endif
 }
 
-// Eigen would split a product over its own threads when called from a one-thread team; the tiles
-// are the parallelism here, so each tile's product must be the single-threaded one. Eigen's thread
-// count is global, so it is only changed from outside any parallel region.
-class SerialEigenProducts {
- public:
-  SerialEigenProducts() : saved_(in_parallel_region() ? 0 : Eigen::nbThreads()) {
-    if (saved_ != 0) Eigen::setNbThreads(1);
-  }
-  ~SerialEigenProducts() {
-    if (saved_ != 0) Eigen::setNbThreads(saved_);
-  }
-  SerialEigenProducts(const SerialEigenProducts&) = delete;
-  SerialEigenProducts& operator=(const SerialEigenProducts&) = delete;
-
- private:
-  int saved_;
-};
+// Threads a product's parallel region would get (nested regions get one).
+int team_size() {
+#ifdef _OPENMP
+  return in_parallel_region() ? 1 : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 }  // namespace
+
+SerialEigenScope::SerialEigenScope() : saved_(in_parallel_region() ? 0 : Eigen::nbThreads()) {
+  if (saved_ != 0) Eigen::setNbThreads(1);
+}
+
+SerialEigenScope::~SerialEigenScope() {
+  if (saved_ != 0) Eigen::setNbThreads(saved_);
+}
 
 WeightMatrix WeightMatrix::borrowed(GgmlType type, std::span<const std::byte> bytes, int64_t rows,
                                     int64_t cols, std::shared_ptr<const void> owner,
@@ -149,9 +157,10 @@ void matmul_transposed(const RowMatrix& x, const WeightMatrix& w, RowMatrix& y) 
          x.cols(), w.rows(), w.cols());
   }
   y.resize(x.rows(), w.rows());
-  const int64_t tile_rows = tile_rows_for(w.cols());
   std::vector<Tile> tiles;
+  const int threads = team_size();
   for (size_t p = 0; p < w.parts_.size(); ++p) {
+    const int64_t tile_rows = tile_rows_for(w.parts_[p].rows, w.cols(), threads);
     for (int64_t r = 0; r < w.parts_[p].rows; r += tile_rows) {
       tiles.push_back({p, r, std::min(tile_rows, w.parts_[p].rows - r)});
     }
@@ -159,11 +168,24 @@ void matmul_transposed(const RowMatrix& x, const WeightMatrix& w, RowMatrix& y) 
   const auto n_tiles = static_cast<int64_t>(tiles.size());
   const double work = static_cast<double>(x.rows()) * static_cast<double>(w.size());
   const bool parallel = n_tiles > 1 && work >= kParallelWork;
-  const SerialEigenProducts serial;
+  // Eigen's kernel takes the rows of x four at a time and the last few by another path, whose
+  // sums come out in another order: a row's bits would depend on how many rows share its
+  // product. The last rows go through a product of four (zero-padded), so every row of x gets the
+  // same bits in any product of four rows or more (the profiler batches its prompts on this).
+  const int64_t whole_rows = x.rows() - x.rows() % kRowGroup;
+  RowMatrix last_rows;
+  if (x.rows() >= kRowGroup && whole_rows < x.rows()) {
+    last_rows = RowMatrix::Zero(kRowGroup, x.cols());
+    last_rows.topRows(x.rows() - whole_rows) = x.bottomRows(x.rows() - whole_rows);
+  }
+  // Eigen would split a tile's product over its own threads when called from a one-thread team:
+  // the tiles are the parallelism here.
+  const SerialEigenScope serial;
 #pragma omp parallel if (parallel)
   {
-    RowMatrix values;  // this thread's dequantized tile
-#pragma omp for schedule(static)
+    RowMatrix values;         // this thread's dequantized tile
+    RowMatrix last_products;  // last_rows times the tile
+#pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < n_tiles; ++i) {
       const Tile& t = tiles[static_cast<size_t>(i)];
       const WeightMatrix::Part& part = w.parts_[t.part];
@@ -173,8 +195,14 @@ void matmul_transposed(const RowMatrix& x, const WeightMatrix& w, RowMatrix& y) 
                        static_cast<size_t>(w.cols()), values.row(r).data());
       }
       const int64_t out_col = part.first_row + t.first_row;
-      if (x.rows() >= 4) {
-        y.middleCols(out_col, t.rows).noalias() = x * values.transpose();
+      if (x.rows() >= kRowGroup) {
+        y.middleCols(out_col, t.rows).topRows(whole_rows).noalias() =
+            x.topRows(whole_rows) * values.transpose();
+        if (last_rows.rows() > 0) {
+          last_products.noalias() = last_rows * values.transpose();
+          y.middleCols(out_col, t.rows).bottomRows(x.rows() - whole_rows) =
+              last_products.topRows(x.rows() - whole_rows);
+        }
       } else {
         // A few rows (decoding): one contiguous dot product per output.
         for (int64_t r = 0; r < t.rows; ++r) {

@@ -72,6 +72,21 @@ class WeightMatrix {
   std::vector<std::shared_ptr<const void>> owners_;
 };
 
+// Runs Eigen's products on one thread while alive: where the parallelism is over work items
+// (tiles, heads, prompts), and small products lose more to thread start-up than they gain.
+// Eigen's thread count is global, so only a scope opened outside any OpenMP parallel region
+// changes it; one opened inside (where Eigen already keeps to one thread) does nothing.
+class SerialEigenScope {
+ public:
+  SerialEigenScope();
+  ~SerialEigenScope();
+  SerialEigenScope(const SerialEigenScope&) = delete;
+  SerialEigenScope& operator=(const SerialEigenScope&) = delete;
+
+ private:
+  int saved_;  // 0: nothing to restore
+};
+
 // y = x * w^T: [T, w.rows()]. Exact f32 products of the dequantized values; the same bits for any
 // thread count.
 void matmul_transposed(const RowMatrix& x, const WeightMatrix& w, RowMatrix& y);

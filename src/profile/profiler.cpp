@@ -31,17 +31,28 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Eigen single-threaded for the profiler's lifetime: the parallelism is over work items, so every
-// product runs the same serial code whatever the thread count.
-class EigenSerialForRun {
+// OpenMP's default team (the threaded matrix products of the batched dKL forwards) is --threads
+// for the profiler's lifetime.
+class OmpThreadsForRun {
  public:
-  EigenSerialForRun() : saved_(Eigen::nbThreads()) { Eigen::setNbThreads(1); }
-  ~EigenSerialForRun() { Eigen::setNbThreads(saved_); }
-  EigenSerialForRun(const EigenSerialForRun&) = delete;
-  EigenSerialForRun& operator=(const EigenSerialForRun&) = delete;
+  explicit OmpThreadsForRun(int threads) {
+#ifdef _OPENMP
+    saved_ = omp_get_max_threads();
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+  }
+  ~OmpThreadsForRun() {
+#ifdef _OPENMP
+    omp_set_num_threads(saved_);
+#endif
+  }
+  OmpThreadsForRun(const OmpThreadsForRun&) = delete;
+  OmpThreadsForRun& operator=(const OmpThreadsForRun&) = delete;
 
  private:
-  int saved_;
+  int saved_ = 1;
 };
 
 // Runs body(i) for i in [0, n) on `threads` threads (dynamic schedule); the first exception is
@@ -447,7 +458,10 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   }
   const char* attention_device = gpu ? "gpu" : "cpu";
 
-  const EigenSerialForRun serial;
+  // Eigen single-threaded for the profiler's lifetime: the parallelism is over work items and
+  // tiles, so every product runs the same serial code whatever the thread count.
+  const SerialEigenScope serial;
+  const OmpThreadsForRun team(threads);
   const size_t n_prompts = calibration.prompts.size();
   work_total += static_cast<double>(n_prompts) * (c.n_layers + 1);  // the reference pass
   ProgressTracker tracker(options, cells_total, work_total);
@@ -533,9 +547,9 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
     }
     tracker.report("layers", l, cells.size() - rerun.size(), 0);
     std::vector<MetricSum> kl(cells.size() * K);
-    parallel_for(rerun.size() * K, threads, [&](size_t item) {
-      const size_t ci = rerun[item / K];
-      const PromptCapture& cap = captures[kl_prompts[item % K]];
+    // One forward per cell over all the dKL prompts together (batched products, threaded inside;
+    // each prompt's logits are the bits it gets alone).
+    for (const size_t ci : rerun) {
       std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers),
                                 KvPair::uniform(Format(FormatId::kF32)));
       pairs[static_cast<size_t>(l)] = candidates[cells[ci]];
@@ -543,13 +557,24 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
       kv.chunk_attends_quantized = options.chunk_attends_quantized;
       kv.fp8_scales.resize(static_cast<size_t>(c.n_layers));
       kv.fp8_scales[static_cast<size_t>(l)] = profile.fp8_scales(l, candidates[cells[ci]]);
-      KvCache cache(c, kv);
-      const RowMatrix logits =
-          model.forward_from_layer(l, cap.layer_input[static_cast<size_t>(l)], cache, nullptr,
-                                   {.logits_from_row = cap.kl_from});
-      kl[ci * K + item % K] = kl_sum(cap.reference, logits);
-      tracker.report("layers", l, item % K == K - 1 ? 1 : 0, c.n_layers - l + 1);
-    });
+      std::vector<KvCache> caches;
+      caches.reserve(K);
+      std::vector<Transformer::BatchSequence> batch;
+      std::vector<Eigen::Index> first_row(K + 1, 0);
+      for (size_t k = 0; k < K; ++k) {
+        const PromptCapture& cap = captures[kl_prompts[k]];
+        caches.emplace_back(c, kv);
+        const RowMatrix& input = cap.layer_input[static_cast<size_t>(l)];
+        batch.push_back({&input, &caches.back(), cap.kl_from});
+        first_row[k + 1] = first_row[k] + input.rows() - static_cast<Eigen::Index>(cap.kl_from);
+      }
+      const RowMatrix logits = model.forward_batch_from_layer(l, batch);
+      parallel_for(K, threads, [&](size_t k) {
+        const RowMatrix own = logits.middleRows(first_row[k], first_row[k + 1] - first_row[k]);
+        kl[ci * K + k] = kl_sum(captures[kl_prompts[k]].reference, own);
+      });
+      tracker.report("layers", l, 1, static_cast<double>(K) * (c.n_layers - l + 1));
+    }
     dkl_s += seconds_since(dkl_start);
 
     for (size_t i = 0; i < cells.size(); ++i) {

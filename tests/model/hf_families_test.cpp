@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
+#include "formats/kv_pair.h"
 #include "model/kv_cache.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
@@ -101,6 +103,48 @@ TEST_P(HfFamily, TokenizerMatchesTransformers) {
   ASSERT_GE(ids.size(), ref.ids.size());
   ids.resize(ref.ids.size());
   EXPECT_EQ(ids, ref.ids);
+}
+
+// The profiler runs its KL prompts as one batch: each sequence's logits must be the bits it gets
+// alone, at any position (a cache already holding tokens), with a quantized cache, on every
+// family's conventions (sliding windows, local RoPE bases, soft caps).
+TEST_P(HfFamily, BatchOfSequencesEqualsEachAlone) {
+  const std::string family = GetParam();
+  const ModelWeights w = load_model_weights(fixture_dir(family));
+  const Reference ref = load_reference(family);
+  ASSERT_GE(ref.ids.size(), 30u);
+  const Transformer model(w);
+  const KvCacheOptions kv = KvCacheOptions::uniform(KvPair::parse("K8V4"), w.config.n_layers, {});
+  const auto ids = [&](size_t from, size_t to) {
+    return std::vector<int32_t>(ref.ids.begin() + static_cast<std::ptrdiff_t>(from),
+                                ref.ids.begin() + static_cast<std::ptrdiff_t>(to));
+  };
+  // A cache holding the first `n` tokens.
+  const auto prefilled = [&](size_t n) {
+    auto cache = std::make_unique<KvCache>(w.config, kv);
+    if (n > 0) (void)model.forward(ids(0, n), *cache);
+    return cache;
+  };
+  // The residual stream entering layer 1 for tokens [from, to) after `from` cached tokens.
+  const auto layer1_input = [&](size_t from, size_t to) {
+    auto cache = prefilled(from);
+    ForwardCapture cap;
+    (void)model.forward(ids(from, to), *cache, &cap);
+    return cap.layer_input[1];
+  };
+  const RowMatrix a = layer1_input(0, 20), b = layer1_input(8, 30);
+  auto a_alone = prefilled(0), b_alone = prefilled(8);
+  RowMatrix alone(15 + 22, w.config.vocab_size);
+  alone << model.forward_from_layer(1, a, *a_alone, nullptr, {.logits_from_row = 5}),
+      model.forward_from_layer(1, b, *b_alone, nullptr);
+  auto a_batch = prefilled(0), b_batch = prefilled(8);
+  const Transformer::BatchSequence batch[] = {{&a, a_batch.get(), 5}, {&b, b_batch.get(), 0}};
+  const RowMatrix together = model.forward_batch_from_layer(1, batch);
+  ASSERT_EQ(together.rows(), alone.rows());
+  EXPECT_EQ(max_abs_diff(together, alone), 0.0f) << family;
+
+  EXPECT_EQ(a_batch->layer(1).n_tokens(), 20u);
+  EXPECT_EQ(b_batch->layer(1).n_tokens(), 30u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfFamily,

@@ -1,5 +1,5 @@
 // Weight matrices kept in their stored type: products against the dense f32 matrix, thread-count
-// independence, stacked parts of different types, and bytes that do not fit the shape.
+// and batch independence, stacked parts of different types, and bytes that do not fit the shape.
 #include "model/weight_matrix.h"
 
 #include <cstring>
@@ -97,12 +97,16 @@ Stored make_stored(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
   return s;
 }
 
-// The reference: one single-threaded Eigen product over the whole dense matrix.
+// The reference: one single-threaded Eigen product over the whole dense matrix, x zero-padded to
+// whole groups of four rows (the kernel's width, so no row takes its leftover path).
 RowMatrix dense_product(const RowMatrix& x, const RowMatrix& w) {
   const SerialEigenScope serial;
   RowMatrix y(x.rows(), w.rows());
   if (x.rows() >= 4) {
-    y.noalias() = x * w.transpose();
+    RowMatrix padded = RowMatrix::Zero((x.rows() + 3) / 4 * 4, x.cols());
+    padded.topRows(x.rows()) = x;
+    const RowMatrix all = padded * w.transpose();
+    y = all.topRows(x.rows());
   } else {
     for (Eigen::Index o = 0; o < w.rows(); ++o)
       for (Eigen::Index q = 0; q < x.rows(); ++q) y(q, o) = w.row(o).dot(x.row(q));
@@ -159,6 +163,20 @@ TEST(WeightMatrix, ResultsDoNotDependOnTheThreadCount) {
       matmul_transposed(x, w.matrix, two);
     }
     EXPECT_EQ((one - two).cwiseAbs().maxCoeff(), 0.0f) << tokens << " rows";
+  }
+}
+
+TEST(WeightMatrix, ARowGetsTheSameBitsInAnyProductOfFourRowsOrMore) {
+  // 512 columns: a width where the kernel's leftover rows do sum in another order.
+  const Stored w = make_stored(GgmlType::kQ4_1, 300, 512, 9);
+  const RowMatrix x = RowMatrix::Random(41, 512);
+  RowMatrix all;
+  matmul_transposed(x, w.matrix, all);
+  for (const auto& [first, n] : {std::pair{0, 4}, {3, 5}, {7, 13}, {22, 19}, {30, 11}}) {
+    RowMatrix part;
+    matmul_transposed(x.middleRows(first, n), w.matrix, part);
+    EXPECT_EQ((part - all.middleRows(first, n)).cwiseAbs().maxCoeff(), 0.0f)
+        << "rows " << first << " + " << n;
   }
 }
 
