@@ -6,11 +6,10 @@
 #include <mutex>
 #include <thread>
 
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/system_memory.h"
 #include "model/next_token_kl.h"
 
 namespace kvplan::search {
@@ -61,10 +60,8 @@ void for_each_prompt(size_t n, Fn&& fn) {
 // 1,024-token prompt's logits 1 GiB). Prompts past it are re-run exactly in each measurement,
 // which gives the same bits (the same serial forward), at the cost of that forward.
 size_t exact_logits_budget() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return size_t{2} << 30;
-  return static_cast<size_t>(pages) * static_cast<size_t>(page) / 8;
+  const std::optional<uint64_t> physical = physical_memory_bytes();
+  return physical ? static_cast<size_t>(*physical / 8) : size_t{2} << 30;
 }
 
 }  // namespace
@@ -91,11 +88,11 @@ HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>>
   const size_t vocab = static_cast<size_t>(model_.weights().lm_head().rows());
   const size_t budget = exact_logits_bytes.value_or(exact_logits_budget());
   size_t kept_bytes = 0, kept = 0;
-  keep_exact_.assign(prompts_.size(), false);
+  std::vector<bool> keep(prompts_.size(), false);
   for (size_t i = 0; i < prompts_.size(); ++i) {
     const size_t bytes = (prompts_[i].size() - 1) * vocab * sizeof(float);
     if (kept_bytes + bytes > budget) continue;
-    keep_exact_[i] = true;
+    keep[i] = true;
     kept_bytes += bytes;
     ++kept;
   }
@@ -112,7 +109,7 @@ HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>>
       const auto row = static_cast<Eigen::Index>(t);
       nll[i] -= log_prob(exact.logits.row(row), exact.rows[t], prompts_[i][t + 1]);
     }
-    if (keep_exact_[i]) {
+    if (keep[i]) {
       exact_[i] = std::move(exact);
     } else {
       exact_[i].rows = std::move(exact.rows);
@@ -140,9 +137,11 @@ HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
   std::vector<PromptScore> scores(prompts_.size());
   for_each_prompt(prompts_.size(), [&](size_t i) {
     const RowMatrix quantized = next_token_logits(model_, prompts_[i], kv);
+    // Prompts whose exact logits were not kept (rows only) re-run the exact forward.
+    const bool kept = exact_[i].logits.rows() > 0;
     ReferenceDistribution recomputed;
-    if (!keep_exact_[i]) recomputed = exact_distribution(i);
-    const ReferenceDistribution& exact = keep_exact_[i] ? exact_[i] : recomputed;
+    if (!kept) recomputed = exact_distribution(i);
+    const ReferenceDistribution& exact = kept ? exact_[i] : recomputed;
     PromptScore& s = scores[i];
     for (Eigen::Index t = 0; t < quantized.rows(); ++t) {
       const LogitSummary& p = exact.rows[static_cast<size_t>(t)];

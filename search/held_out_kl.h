@@ -66,8 +66,9 @@ class HeldOutKl {
   CacheRules rules_;
   [[nodiscard]] ReferenceDistribution exact_distribution(size_t prompt) const;
 
-  std::vector<ReferenceDistribution> exact_;  // per prompt: exact-KV logits [T - 1, vocab]
-  std::vector<bool> keep_exact_;              // per prompt: exact_[i].logits kept (else rows only)
+  // Per prompt: exact-KV logits [T - 1, vocab] and their summaries, or the summaries only (logits
+  // empty) past the memory budget.
+  std::vector<ReferenceDistribution> exact_;
   double exact_nll_ = 0;
   int64_t scored_ = 0;
 };

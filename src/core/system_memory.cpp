@@ -5,6 +5,8 @@
 #include <fstream>
 #include <string_view>
 
+#include <unistd.h>
+
 #include "core/error.h"
 
 namespace kvplan {
@@ -36,6 +38,13 @@ std::optional<uint64_t> available_memory_bytes() {
     if (key == "MemAvailable:") return kib * 1024;
   }
   return std::nullopt;
+}
+
+std::optional<uint64_t> physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::nullopt;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
 }
 
 std::string available_memory_source() {

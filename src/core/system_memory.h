@@ -16,6 +16,10 @@ namespace kvplan {
 // KVPLAN_MEMORY_LIMIT that is not a positive whole number of bytes.
 std::optional<uint64_t> available_memory_bytes();
 
+// The machine's physical memory (sysconf), for sizing caches that must leave room for the rest;
+// nullopt when unknown.
+std::optional<uint64_t> physical_memory_bytes();
+
 // Where available_memory_bytes() came from, for messages: "MemAvailable" or "KVPLAN_MEMORY_LIMIT".
 std::string available_memory_source();
 
