@@ -98,14 +98,6 @@ WeightMatrix WeightMatrix::borrowed(GgmlType type, std::span<const std::byte> by
   return m;
 }
 
-WeightMatrix WeightMatrix::from_f32(const RowMatrix& values) {
-  auto copy = std::make_shared<std::vector<float>>(values.data(), values.data() + values.size());
-  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(copy->data()),
-                                         copy->size() * sizeof(float));
-  return borrowed(GgmlType::kF32, bytes, values.rows(), values.cols(), std::move(copy),
-                  "f32 matrix");
-}
-
 WeightMatrix WeightMatrix::stacked(const std::vector<WeightMatrix>& parts) {
   WeightMatrix m;
   for (const WeightMatrix& p : parts) {
@@ -188,13 +180,9 @@ void matmul_transposed(const RowMatrix& x, const WeightMatrix& w, RowMatrix& y) 
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < n_tiles; ++i) {
       const Tile& t = tiles[static_cast<size_t>(i)];
-      const WeightMatrix::Part& part = w.parts_[t.part];
+      const int64_t out_col = w.parts_[t.part].first_row + t.first_row;
       values.resize(t.rows, w.cols());
-      for (int64_t r = 0; r < t.rows; ++r) {
-        dequantize_row(part.type, part.data + static_cast<size_t>(t.first_row + r) * part.row_bytes,
-                       static_cast<size_t>(w.cols()), values.row(r).data());
-      }
-      const int64_t out_col = part.first_row + t.first_row;
+      w.dequantize_rows(out_col, t.rows, values.data());
       if (x.rows() >= kRowGroup) {
         y.middleCols(out_col, t.rows).topRows(whole_rows).noalias() =
             x.topRows(whole_rows) * values.transpose();

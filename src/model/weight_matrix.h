@@ -40,8 +40,6 @@ class WeightMatrix {
   static WeightMatrix borrowed(GgmlType type, std::span<const std::byte> bytes, int64_t rows,
                                int64_t cols, std::shared_ptr<const void> owner,
                                std::string_view what);
-  // Owns a copy of `m` as F32.
-  static WeightMatrix from_f32(const RowMatrix& m);
   // The rows of `parts` one after another (all parts have the same cols).
   static WeightMatrix stacked(const std::vector<WeightMatrix>& parts);
 
