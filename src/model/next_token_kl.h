@@ -35,10 +35,25 @@ inline double log_prob(const LogitRow& z, const LogitSummary& s, int32_t token) 
 double next_token_kl(const LogitRow& z_p, const LogitSummary& p, const LogitRow& z_q,
                      const LogitSummary& q);
 
+// p = softmax(z_p) in f64: the factor every KL against row z_p starts from.
+Eigen::ArrayXd softmax_probabilities(const LogitRow& z_p, const LogitSummary& p);
+
+// next_token_kl with p's probabilities computed once beforehand (the same bits): a reference row
+// compared against many re-runs skips one exp per vocabulary entry per comparison.
+double next_token_kl(const LogitRow& z_p, const Eigen::ArrayXd& p_probabilities,
+                     const LogitSummary& p, const LogitRow& z_q, const LogitSummary& q);
+
 // The exact model's logits of one prompt, kept to compare many re-runs against.
 struct ReferenceDistribution {
   RowMatrix logits;                // [T, vocab]
   std::vector<LogitSummary> rows;  // [T]
+  // [T] rows of softmax_probabilities, or empty (computed per comparison instead): T * vocab * 8
+  // bytes, kept when a caller can afford them.
+  std::vector<Eigen::ArrayXd> probabilities;
+  [[nodiscard]] size_t probabilities_bytes() const {
+    return static_cast<size_t>(logits.size()) * sizeof(double);
+  }
+  void keep_probabilities();
 };
 ReferenceDistribution reference_distribution(RowMatrix logits);
 

@@ -11,6 +11,7 @@
 #include "model/attention.h"
 #include "model/logit_softcap.h"
 #include "model/rope.h"
+#include "model/weight_matrix.h"
 
 namespace kvplan {
 namespace {
@@ -43,6 +44,30 @@ void rms_norm_heads(float* row, int n_heads, int head_dim, const Vector& w, doub
 float gelu_tanh(float x) {
   constexpr float kSqrt2OverPi = 0.79788456080286535588f;
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+// Rows of a batch whose logits are wanted: sequence s's [logits_from_row, T), one after another.
+Eigen::Index wanted_rows(std::span<const Transformer::BatchSequence> batch,
+                         const std::vector<Eigen::Index>& offset) {
+  Eigen::Index wanted = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    wanted += offset[s + 1] - offset[s] - static_cast<Eigen::Index>(batch[s].logits_from_row);
+  }
+  return wanted;
+}
+
+// Replaces m ([all rows of the batch, *]) by its wanted rows.
+void keep_wanted_rows(std::span<const Transformer::BatchSequence> batch,
+                      const std::vector<Eigen::Index>& offset, RowMatrix& m) {
+  RowMatrix kept(wanted_rows(batch, offset), m.cols());
+  Eigen::Index at = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const auto from = static_cast<Eigen::Index>(batch[s].logits_from_row);
+    const Eigen::Index n = offset[s + 1] - offset[s] - from;
+    kept.middleRows(at, n) = m.middleRows(offset[s] + from, n);
+    at += n;
+  }
+  m = std::move(kept);
 }
 
 }  // namespace
@@ -219,6 +244,15 @@ RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence
                    static_cast<size_t>(attn.cols()));
       if (!quantize_first) layer_cache.commit();
     }
+    if (l == c.n_layers - 1) {
+      // Past the last attention only the rows whose logits are wanted go on (their K and V are
+      // in the caches by then), when they are enough rows for each to keep its bits.
+      const Eigen::Index wanted = wanted_rows(batch, offset);
+      if (wanted < N && wanted >= kMinRowsForSameBits) {
+        keep_wanted_rows(batch, offset, x);
+        keep_wanted_rows(batch, offset, attn);
+      }
+    }
 
     matmul_transposed(attn, L.wo, proj);
     if (c.post_norms) {
@@ -231,10 +265,11 @@ RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence
     rms_norm(x, L.ffn_norm, c.rms_norm_eps, h);
     matmul_transposed(h, L.w_gate_up, gate_up);  // [N, 2 ffn]: act(gate) * up
     const Eigen::Index ffn = L.w_down.cols();
-    act.resize(N, ffn);
+    const Eigen::Index rows = gate_up.rows();
+    act.resize(rows, ffn);
     const bool gelu = c.ffn_activation == FfnActivation::kGeluTanh;
-#pragma omp parallel for schedule(static) if (N * ffn > (1 << 15))
-    for (Eigen::Index t = 0; t < N; ++t) {
+#pragma omp parallel for schedule(static) if (rows * ffn > (1 << 15))
+    for (Eigen::Index t = 0; t < rows; ++t) {
       const float* g = gate_up.row(t).data();
       const float* u = g + ffn;
       float* a = act.row(t).data();
@@ -253,21 +288,9 @@ RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence
     }
   }
 
-  // The rows whose logits are wanted, sequence after sequence.
-  Eigen::Index wanted = 0;
-  for (size_t s = 0; s < S; ++s) {
-    wanted += offset[s + 1] - offset[s] - static_cast<Eigen::Index>(batch[s].logits_from_row);
-  }
-  RowMatrix tail(wanted, c.hidden_size);
-  Eigen::Index at = 0;
-  for (size_t s = 0; s < S; ++s) {
-    const auto from = static_cast<Eigen::Index>(batch[s].logits_from_row);
-    const Eigen::Index n = offset[s + 1] - offset[s] - from;
-    tail.middleRows(at, n) = x.middleRows(offset[s] + from, n);
-    at += n;
-  }
+  if (x.rows() == N) keep_wanted_rows(batch, offset, x);
   RowMatrix normed, logits;
-  rms_norm(tail, weights_.output_norm, c.rms_norm_eps, normed);
+  rms_norm(x, weights_.output_norm, c.rms_norm_eps, normed);
   matmul_transposed(normed, weights_.lm_head(), logits);
   if (c.final_logit_softcap > 0) {
     const float cap = static_cast<float>(c.final_logit_softcap);

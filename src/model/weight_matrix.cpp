@@ -21,6 +21,7 @@ constexpr int64_t kTileBytes = 1024 * 1024;
 constexpr int64_t kTileRowQuantum = 48;
 // Eigen's kernel width in rows of x (nr = 4 columns of x^T on AVX/AVX-512).
 constexpr int64_t kRowGroup = 4;
+static_assert(kMinRowsForSameBits == kRowGroup, "the padding below is what makes the promise");
 
 // Rows per tile of a part of `rows` x `cols`: at most kTileBytes of f32, and at least one tile
 // per thread where the part has the rows for it, so that every thread gets a share.

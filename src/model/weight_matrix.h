@@ -85,6 +85,10 @@ class SerialEigenScope {
   int saved_;  // 0: nothing to restore
 };
 
+// A row of x gets the same bits in every product that has at least this many rows (batches of
+// sequences, and subsets of a sequence's rows, rely on it); fewer rows take dot products.
+inline constexpr int64_t kMinRowsForSameBits = 4;
+
 // y = x * w^T: [T, w.rows()]. Exact f32 products of the dequantized values; the same bits for any
 // thread count.
 void matmul_transposed(const RowMatrix& x, const WeightMatrix& w, RowMatrix& y);

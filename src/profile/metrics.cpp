@@ -131,9 +131,13 @@ MetricSum kl_sum(const ReferenceDistribution& ref, const RowMatrix& logits) {
          logits.cols(), ref.logits.rows(), ref.logits.cols());
   }
   MetricSum s;
+  const bool kept = !ref.probabilities.empty();
   for (Eigen::Index t = 0; t < logits.rows(); ++t) {
-    s.sum += next_token_kl(ref.logits.row(t), ref.rows[static_cast<size_t>(t)], logits.row(t),
-                           summarize_logits(logits.row(t)));
+    const auto r = static_cast<size_t>(t);
+    const LogitSummary q = summarize_logits(logits.row(t));
+    s.sum +=
+        kept ? next_token_kl(ref.logits.row(t), ref.probabilities[r], ref.rows[r], logits.row(t), q)
+             : next_token_kl(ref.logits.row(t), ref.rows[r], logits.row(t), q);
     ++s.count;
   }
   return s;

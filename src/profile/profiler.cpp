@@ -5,7 +5,9 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 
 #include <spdlog/spdlog.h>
 #include <Eigen/Core>
@@ -15,6 +17,8 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/system_memory.h"
+#include "model/weight_matrix.h"
 #include "plan/memory_estimate.h"
 #include "profile/dkl_estimate.h"
 #include "profile/gpu_attention.h"
@@ -81,10 +85,32 @@ struct PromptCapture {
   size_t kl_from = 0;
 };
 
+// The dKL re-runs of several cells share one forward while their logits fit in this many bytes:
+// larger batches amortize dequantizing and packing each weight tile; the bound keeps a large
+// vocabulary's logits (Gemma 3: 262 k) to one or two cells at a time.
+constexpr size_t kDklBatchLogitBytes = size_t{512} << 20;
+
 // dKL scores positions [T/2, T): the later half, where the cache holds most of the context (as
 // llama-perplexity scores the second half of a chunk); a 1-token prompt scores its only position.
 size_t kl_first_row(size_t n_tokens) {
   return n_tokens / 2;
+}
+
+// Every cell's dKL compares against the same reference rows: their probabilities are computed
+// once and kept when they take at most a sixteenth of the machine's memory (otherwise each
+// comparison recomputes them; the bits are the same either way).
+void keep_reference_probabilities(std::vector<PromptCapture>& captures,
+                                  const std::vector<size_t>& kl_prompts, int threads) {
+  uint64_t bytes = 0;
+  for (const size_t i : kl_prompts) bytes += captures[i].reference.probabilities_bytes();
+  const std::optional<uint64_t> physical = physical_memory_bytes();
+  if (!physical || bytes > *physical / 16) {
+    spdlog::info("profile: reference probabilities ({} MiB) recomputed per comparison",
+                 bytes >> 20);
+    return;
+  }
+  parallel_for(kl_prompts.size(), threads,
+               [&](size_t k) { captures[kl_prompts[k]].reference.keep_probabilities(); });
 }
 
 void check_candidates(const std::vector<KvPair>& candidates, const ModelConfig& c,
@@ -476,7 +502,15 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
     KvCache cache(c, KvCacheOptions::exact_kv());
     ForwardCapture cap;
     cap.residual_input = is_kl[i];
-    RowMatrix logits = model.forward(calibration.prompts[i], cache, &cap);
+    // Only the dKL prompts' second halves are compared; the rest of the logits (the output
+    // matrix is the largest product) are never computed. At least 4 rows, so that each row gets
+    // the bits the batched re-runs give it (weight_matrix.h).
+    const size_t T = calibration.prompts[i].size();
+    const size_t kl_from = kl_first_row(T);
+    ForwardOptions rows;
+    rows.last_logits_only = !is_kl[i];
+    rows.logits_from_row = std::min(kl_from, T - std::min<size_t>(T, kMinRowsForSameBits));
+    RowMatrix logits = model.forward(calibration.prompts[i], cache, &cap, rows);
     PromptCapture& out = captures[i];
     const size_t L = static_cast<size_t>(c.n_layers);
     for (size_t l = 0; l < L; ++l) {  // every layer's, so that any plan can take FP8 scales
@@ -495,12 +529,13 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
       if (is_kl[i]) out.layer_input[l] = std::move(cap.layer_input[l]);
     }
     if (is_kl[i]) {
-      out.kl_from = kl_first_row(static_cast<size_t>(logits.rows()));
-      out.reference = reference_distribution(
-          logits.bottomRows(logits.rows() - static_cast<Eigen::Index>(out.kl_from)));
+      out.kl_from = kl_from;
+      out.reference =
+          reference_distribution(logits.bottomRows(static_cast<Eigen::Index>(T - kl_from)));
     }
     tracker.report("reference", -1, 0, c.n_layers + 1);
   });
+  keep_reference_probabilities(captures, kl_prompts, threads);
   const double reference_s = seconds_since(ref_start);
   profile.kv_absmax = prompt_absmax[0];
   for (size_t i = 1; i < n_prompts; ++i) {
@@ -547,33 +582,48 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
     }
     tracker.report("layers", l, cells.size() - rerun.size(), 0);
     std::vector<MetricSum> kl(cells.size() * K);
-    // One forward per cell over all the dKL prompts together (batched products, threaded inside;
-    // each prompt's logits are the bits it gets alone).
-    for (const size_t ci : rerun) {
-      std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers),
-                                KvPair::uniform(Format(FormatId::kF32)));
-      pairs[static_cast<size_t>(l)] = candidates[cells[ci]];
-      KvCacheOptions kv = KvCacheOptions::per_layer(std::move(pairs), options.settings);
-      kv.chunk_attends_quantized = options.chunk_attends_quantized;
-      kv.fp8_scales.resize(static_cast<size_t>(c.n_layers));
-      kv.fp8_scales[static_cast<size_t>(l)] = profile.fp8_scales(l, candidates[cells[ci]]);
+    // Cells go through the model together, each dKL prompt of each cell one sequence of the batch
+    // (batched products, threaded inside; every sequence's logits are the bits it gets alone),
+    // as many cells at once as keep the batch's logits under kDklBatchLogitBytes.
+    size_t kl_rows = 0;
+    for (const size_t i : kl_prompts) kl_rows += captures[i].reference.rows.size();
+    const size_t logit_bytes_per_cell = kl_rows * static_cast<size_t>(c.vocab_size) * sizeof(float);
+    const size_t cells_per_batch =
+        std::max<size_t>(1, kDklBatchLogitBytes / std::max<size_t>(1, logit_bytes_per_cell));
+    for (size_t b0 = 0; b0 < rerun.size(); b0 += cells_per_batch) {
+      const std::span<const size_t> group(rerun.data() + b0,
+                                          std::min(cells_per_batch, rerun.size() - b0));
       std::vector<KvCache> caches;
-      caches.reserve(K);
+      caches.reserve(group.size() * K);
       std::vector<Transformer::BatchSequence> batch;
-      std::vector<Eigen::Index> first_row(K + 1, 0);
-      for (size_t k = 0; k < K; ++k) {
-        const PromptCapture& cap = captures[kl_prompts[k]];
-        caches.emplace_back(c, kv);
-        const RowMatrix& input = cap.layer_input[static_cast<size_t>(l)];
-        batch.push_back({&input, &caches.back(), cap.kl_from});
-        first_row[k + 1] = first_row[k] + input.rows() - static_cast<Eigen::Index>(cap.kl_from);
+      for (const size_t ci : group) {
+        std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers),
+                                  KvPair::uniform(Format(FormatId::kF32)));
+        pairs[static_cast<size_t>(l)] = candidates[cells[ci]];
+        KvCacheOptions kv = KvCacheOptions::per_layer(std::move(pairs), options.settings);
+        kv.chunk_attends_quantized = options.chunk_attends_quantized;
+        kv.fp8_scales.resize(static_cast<size_t>(c.n_layers));
+        kv.fp8_scales[static_cast<size_t>(l)] = profile.fp8_scales(l, candidates[cells[ci]]);
+        for (size_t k = 0; k < K; ++k) {
+          const PromptCapture& cap = captures[kl_prompts[k]];
+          caches.emplace_back(c, kv);
+          batch.push_back({&cap.layer_input[static_cast<size_t>(l)], &caches.back(), cap.kl_from});
+        }
+      }
+      // Sequence j's logits start at row first_row[j].
+      std::vector<Eigen::Index> first_row(batch.size() + 1, 0);
+      for (size_t j = 0; j < batch.size(); ++j) {
+        first_row[j + 1] = first_row[j] + batch[j].layer_input->rows() -
+                           static_cast<Eigen::Index>(batch[j].logits_from_row);
       }
       const RowMatrix logits = model.forward_batch_from_layer(l, batch);
-      parallel_for(K, threads, [&](size_t k) {
-        const RowMatrix own = logits.middleRows(first_row[k], first_row[k + 1] - first_row[k]);
-        kl[ci * K + k] = kl_sum(captures[kl_prompts[k]].reference, own);
+      parallel_for(batch.size(), threads, [&](size_t j) {
+        const RowMatrix own = logits.middleRows(first_row[j], first_row[j + 1] - first_row[j]);
+        kl[group[j / K] * K + j % K] = kl_sum(captures[kl_prompts[j % K]].reference, own);
       });
-      tracker.report("layers", l, 1, static_cast<double>(K) * (c.n_layers - l + 1));
+      for (size_t g = 0; g < group.size(); ++g) {
+        tracker.report("layers", l, 1, static_cast<double>(K) * (c.n_layers - l + 1));
+      }
     }
     dkl_s += seconds_since(dkl_start);
 

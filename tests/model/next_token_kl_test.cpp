@@ -44,5 +44,26 @@ TEST(NextTokenKl, ReferenceKeepsEveryRowsSummary) {
   EXPECT_EQ(r.logits, z);
 }
 
+// The profiler keeps a reference's probabilities to compare it against many re-runs; the KL must
+// be the same bits as when each comparison computes them.
+TEST(NextTokenKl, KeptProbabilitiesGiveTheSameBits) {
+  const Eigen::Index vocab = 4099;  // not a multiple of any vector width
+  const RowMatrix zp = RowMatrix::Random(3, vocab) * 8.0f;
+  const RowMatrix zq = zp + RowMatrix::Random(3, vocab) * 0.5f;
+  ReferenceDistribution r = reference_distribution(zp);
+  EXPECT_EQ(r.probabilities_bytes(), size_t{3} * vocab * sizeof(double));
+  r.keep_probabilities();
+  ASSERT_EQ(r.probabilities.size(), 3u);
+  for (Eigen::Index t = 0; t < 3; ++t) {
+    const auto row = static_cast<size_t>(t);
+    const LogitSummary q = summarize_logits(zq.row(t));
+    const double computed = next_token_kl(zp.row(t), r.rows[row], zq.row(t), q);
+    const double kept = next_token_kl(zp.row(t), r.probabilities[row], r.rows[row], zq.row(t), q);
+    EXPECT_GT(computed, 0.0);
+    EXPECT_EQ(kept, computed) << "row " << t;
+    EXPECT_NEAR(r.probabilities[row].sum(), 1.0, 1e-12);
+  }
+}
+
 }  // namespace
 }  // namespace kvplan

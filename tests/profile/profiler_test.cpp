@@ -414,6 +414,33 @@ TEST(ProfilerForward, RerunFromCapturedLayerReproducesTheLogits) {
                                                         {.logits_from_row = size_t(half)});
     ASSERT_EQ(tail.rows(), T - half);
     EXPECT_EQ((tail - logits.bottomRows(T - half)).cwiseAbs().maxCoeff(), 0.0f) << "layer " << l;
+    // Exactly the fewest rows a product keeps the bits of (kMinRowsForSameBits).
+    KvCache fresh3(m->weights.config, KvCacheOptions::exact_kv());
+    const auto fewest = static_cast<Eigen::Index>(kMinRowsForSameBits);
+    ASSERT_GT(T - fewest, half);
+    const RowMatrix last = m->model->forward_from_layer(l, cap.layer_input[l], fresh3, nullptr,
+                                                        {.logits_from_row = size_t(T - fewest)});
+    EXPECT_EQ((last - logits.bottomRows(fewest)).cwiseAbs().maxCoeff(), 0.0f) << "layer " << l;
+  }
+}
+
+// A layer's cells re-run the model together (one batch of every cell's dKL prompts): each cell's
+// dKL must be the bits it gets re-run alone.
+TEST_F(StoriesProfile, CellsReRunTogetherGetTheDklEachGetsAlone) {
+  ProfileOptions o = options();
+  const std::vector<KvPair> pairs = {KvPair::parse("int4/f32"), KvPair::parse("f32/int2"),
+                                     KvPair::parse("int8/int4")};
+  o.candidates = pairs;
+  const Profile together = run(o);
+  ASSERT_TRUE(together.complete());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    o.candidates = {pairs[i]};
+    const Profile alone = run(o);
+    for (int l = 0; l < together.model.num_layers; ++l) {
+      EXPECT_GT(alone.cell(l, 0)->metrics.dkl, 0.0) << pairs[i].name() << " layer " << l;
+      EXPECT_EQ(together.cell(l, i)->metrics.dkl, alone.cell(l, 0)->metrics.dkl)
+          << pairs[i].name() << " layer " << l;
+    }
   }
 }
 
