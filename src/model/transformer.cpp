@@ -88,6 +88,10 @@ Transformer::Transformer(const ModelWeights& weights) : weights_(weights) {}
 
 RowMatrix Transformer::forward(std::span<const int32_t> tokens, KvCache& cache,
                                ForwardCapture* capture, const ForwardOptions& options) const {
+  return forward_from_layer(0, embed(tokens), cache, capture, options);
+}
+
+RowMatrix Transformer::embed(std::span<const int32_t> tokens) const {
   if (tokens.empty()) fail(ErrorCode::kInvalidArgument, "forward: empty chunk of tokens");
   const ModelConfig& c = weights_.config;
   RowMatrix x(static_cast<Eigen::Index>(tokens.size()), c.hidden_size);
@@ -102,7 +106,7 @@ RowMatrix Transformer::forward(std::span<const int32_t> tokens, KvCache& cache,
     weights_.token_embd.dequantize_rows(id, 1, x.row(static_cast<Eigen::Index>(t)).data());
   }
   if (c.embedding_scale != 1.0) x *= static_cast<float>(c.embedding_scale);
-  return forward_from_layer(0, x, cache, capture, options);
+  return x;
 }
 
 RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& layer_input,
@@ -111,26 +115,18 @@ RowMatrix Transformer::forward_from_layer(int first_layer, const RowMatrix& laye
   const size_t from = options.last_logits_only && layer_input.rows() > 0
                           ? static_cast<size_t>(layer_input.rows() - 1)
                           : options.logits_from_row;
-  const BatchSequence one{&layer_input, &cache, from};
-  return run_layers(first_layer, std::span(&one, 1), capture);
+  const BatchSequence one{&layer_input, &cache, from, capture};
+  return forward_batch_from_layer(first_layer, std::span(&one, 1));
 }
 
 RowMatrix Transformer::forward_batch_from_layer(int first_layer,
                                                 std::span<const BatchSequence> batch) const {
-  return run_layers(first_layer, batch, nullptr);
-}
-
-RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence> batch,
-                                  ForwardCapture* capture) const {
   const ModelConfig& c = weights_.config;
   if (first_layer < 0 || first_layer >= c.n_layers) {
     fail(ErrorCode::kInvalidArgument, "forward_from_layer: layer {} outside [0, {})", first_layer,
          c.n_layers);
   }
   if (batch.empty()) fail(ErrorCode::kInvalidArgument, "forward: empty batch");
-  if (capture != nullptr && batch.size() != 1) {
-    fail(ErrorCode::kInternal, "forward: a capture records one sequence, not {}", batch.size());
-  }
   // Sequence s holds rows [offset[s], offset[s + 1]) of the stacked residual stream.
   const size_t S = batch.size();
   std::vector<Eigen::Index> offset(S + 1, 0);
@@ -174,7 +170,9 @@ RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence
   // Queries carry any scale other than attention's 1/sqrt(head_dim).
   const float query_scale =
       c.attention_scale > 0 ? static_cast<float>(c.attention_scale * std::sqrt(c.head_dim)) : 1.0f;
-  if (capture != nullptr) {
+  for (const BatchSequence& seq : batch) {
+    ForwardCapture* capture = seq.capture;
+    if (capture == nullptr) continue;
     if (capture->residual_input) capture->layer_input.resize(static_cast<size_t>(c.n_layers));
     if (capture->qkv) {
       capture->q.resize(static_cast<size_t>(c.n_layers));
@@ -182,6 +180,10 @@ RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence
       capture->v.resize(static_cast<size_t>(c.n_layers));
     }
   }
+  // Sequence s's rows of a batch matrix.
+  const auto rows_of = [&](const RowMatrix& m, size_t s) {
+    return m.middleRows(offset[s], offset[s + 1] - offset[s]);
+  };
 
   RowMatrix x(N, c.hidden_size);
   for (size_t s = 0; s < S; ++s) {
@@ -200,8 +202,12 @@ RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence
     const int n_kv = c.n_kv_heads[static_cast<size_t>(l)];
     const Eigen::Index q_cols = static_cast<Eigen::Index>(c.n_heads) * hd;
     const Eigen::Index kv_cols = static_cast<Eigen::Index>(n_kv) * hd;
-    if (capture != nullptr && capture->residual_input)
-      capture->layer_input[static_cast<size_t>(l)] = x;
+    for (size_t s = 0; s < S; ++s) {
+      ForwardCapture* capture = batch[s].capture;
+      if (capture != nullptr && capture->residual_input) {
+        capture->layer_input[static_cast<size_t>(l)] = rows_of(x, s);
+      }
+    }
 
     rms_norm(x, L.attn_norm, c.rms_norm_eps, h);
     matmul_transposed(h, L.wqkv, qkv);  // [N, q + 2 kv]
@@ -222,10 +228,13 @@ RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence
         }
       }
     }
-    if (capture != nullptr && capture->qkv) {
-      capture->q[static_cast<size_t>(l)] = qkv.leftCols(q_cols);
-      capture->k[static_cast<size_t>(l)] = qkv.middleCols(q_cols, kv_cols);
-      capture->v[static_cast<size_t>(l)] = qkv.middleCols(q_cols + kv_cols, kv_cols);
+    for (size_t s = 0; s < S; ++s) {
+      ForwardCapture* capture = batch[s].capture;
+      if (capture == nullptr || !capture->qkv) continue;
+      const auto own = rows_of(qkv, s);
+      capture->q[static_cast<size_t>(l)] = own.leftCols(q_cols);
+      capture->k[static_cast<size_t>(l)] = own.middleCols(q_cols, kv_cols);
+      capture->v[static_cast<size_t>(l)] = own.middleCols(q_cols + kv_cols, kv_cols);
     }
 
     const size_t stride = static_cast<size_t>(qkv.cols());
@@ -296,7 +305,12 @@ RowMatrix Transformer::run_layers(int first_layer, std::span<const BatchSequence
     const float cap = static_cast<float>(c.final_logit_softcap);
     logits = logits.unaryExpr([cap](float z) { return soft_cap(z, cap); });
   }
-  if (capture != nullptr) capture->logits = logits;
+  Eigen::Index at = 0;
+  for (const BatchSequence& seq : batch) {
+    const Eigen::Index n = seq.layer_input->rows() - static_cast<Eigen::Index>(seq.logits_from_row);
+    if (seq.capture != nullptr) seq.capture->logits = logits.middleRows(at, n);
+    at += n;
+  }
   return logits;
 }
 

@@ -66,20 +66,22 @@ class Transformer {
     const RowMatrix* layer_input = nullptr;
     KvCache* cache = nullptr;
     size_t logits_from_row = 0;
+    ForwardCapture* capture = nullptr;  // this sequence's layers and logits, or none
   };
   // forward_from_layer for independent sequences at once: the matrix products take every
   // sequence's rows together (one product instead of one per sequence; each row's result is the
   // same bits as alone whenever a sequence has 4 rows or more), attention runs per sequence over
   // its own cache. Returns each sequence's logits rows [logits_from_row, T), one after another.
   RowMatrix forward_batch_from_layer(int first_layer, std::span<const BatchSequence> batch) const;
+  // The residual stream entering layer 0 for `tokens` ([T, hidden]: embeddings, scaled as the
+  // family does). Throws Error(kInvalidArgument) for an id outside the vocabulary or no tokens.
+  [[nodiscard]] RowMatrix embed(std::span<const int32_t> tokens) const;
 
   // FLOPs of one chunk of `n` tokens starting at position `pos0` (GEMMs and attention), for
   // reporting GFLOP/s.
   [[nodiscard]] double chunk_flops(size_t pos0, size_t n, bool all_logits = true) const;
 
  private:
-  RowMatrix run_layers(int first_layer, std::span<const BatchSequence> batch,
-                       ForwardCapture* capture) const;
   const ModelWeights& weights_;
 };
 

@@ -85,6 +85,10 @@ struct PromptCapture {
   size_t kl_from = 0;
 };
 
+// The reference pass takes prompts in batches of about this many tokens: enough rows for the
+// products to run at full rate, few enough that a large model's activations stay small.
+constexpr size_t kReferenceBatchRows = 2048;
+
 // The dKL re-runs of several cells share one forward while their logits fit in this many bytes:
 // larger batches amortize dequantizing and packing each weight tile; the bound keeps a large
 // vocabulary's logits (Gemma 3: 262 k) to one or two cells at a time.
@@ -492,49 +496,71 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   work_total += static_cast<double>(n_prompts) * (c.n_layers + 1);  // the reference pass
   ProgressTracker tracker(options, cells_total, work_total);
 
-  // 1. Reference pass (exact KV), one prompt per work item.
+  // 1. Reference pass (exact KV): prompts go through the model in batches of about
+  // kReferenceBatchRows tokens (threaded products; each prompt's rows get the bits they get alone).
   std::vector<bool> is_kl(n_prompts, false);
   for (const size_t i : kl_prompts) is_kl[i] = true;
   std::vector<PromptCapture> captures(n_prompts);
   std::vector<std::vector<KvHeadAbsmax>> prompt_absmax(n_prompts);
   const auto ref_start = Clock::now();
-  parallel_for(n_prompts, threads, [&](size_t i) {
-    KvCache cache(c, KvCacheOptions::exact_kv());
-    ForwardCapture cap;
-    cap.residual_input = is_kl[i];
-    // Only the dKL prompts' second halves are compared; the rest of the logits (the output
-    // matrix is the largest product) are never computed. At least 4 rows, so that each row gets
-    // the bits the batched re-runs give it (weight_matrix.h).
-    const size_t T = calibration.prompts[i].size();
-    const size_t kl_from = kl_first_row(T);
-    ForwardOptions rows;
-    rows.last_logits_only = !is_kl[i];
-    rows.logits_from_row = std::min(kl_from, T - std::min<size_t>(T, kMinRowsForSameBits));
-    RowMatrix logits = model.forward(calibration.prompts[i], cache, &cap, rows);
-    PromptCapture& out = captures[i];
-    const size_t L = static_cast<size_t>(c.n_layers);
-    for (size_t l = 0; l < L; ++l) {  // every layer's, so that any plan can take FP8 scales
-      prompt_absmax[i].push_back({head_absmax(cap.k[l], c.n_kv_heads[l], c.head_dim),
-                                  head_absmax(cap.v[l], c.n_kv_heads[l], c.head_dim)});
+  for (size_t first = 0; first < n_prompts;) {
+    size_t end = first, batch_rows = 0;
+    while (end < n_prompts &&
+           (end == first || batch_rows + calibration.prompts[end].size() <= kReferenceBatchRows)) {
+      batch_rows += calibration.prompts[end++].size();
     }
-    out.q.resize(L);
-    out.k.resize(L);
-    out.v.resize(L);
-    if (is_kl[i]) out.layer_input.resize(L);
-    for (size_t l = 0; l < L; ++l) {
-      if (pending[l].empty()) continue;
-      out.q[l] = std::move(cap.q[l]);
-      out.k[l] = std::move(cap.k[l]);
-      out.v[l] = std::move(cap.v[l]);
-      if (is_kl[i]) out.layer_input[l] = std::move(cap.layer_input[l]);
+    const size_t n = end - first;
+    std::vector<RowMatrix> inputs(n);
+    std::vector<KvCache> caches;
+    caches.reserve(n);
+    std::vector<ForwardCapture> caps(n);
+    std::vector<Transformer::BatchSequence> batch;
+    for (size_t b = 0; b < n; ++b) {
+      const size_t i = first + b;
+      inputs[b] = model.embed(calibration.prompts[i]);
+      caches.emplace_back(c, KvCacheOptions::exact_kv());
+      caps[b].residual_input = is_kl[i];
+      // Only the dKL prompts' second halves are compared: the other rows never go through the
+      // output matrix (the largest product). At least kMinRowsForSameBits of them, so that each
+      // row gets the bits the batched re-runs give it.
+      const size_t T = calibration.prompts[i].size();
+      const size_t from =
+          is_kl[i] ? std::min(kl_first_row(T), T - std::min<size_t>(T, kMinRowsForSameBits))
+                   : T - 1;
+      batch.push_back({&inputs[b], &caches.back(), from, &caps[b]});
     }
-    if (is_kl[i]) {
-      out.kl_from = kl_from;
-      out.reference =
-          reference_distribution(logits.bottomRows(static_cast<Eigen::Index>(T - kl_from)));
-    }
-    tracker.report("reference", -1, 0, c.n_layers + 1);
-  });
+    (void)model.forward_batch_from_layer(0, batch);
+    parallel_for(n, threads, [&](size_t b) {
+      const size_t i = first + b;
+      ForwardCapture& cap = caps[b];
+      PromptCapture& out = captures[i];
+      const size_t L = static_cast<size_t>(c.n_layers);
+      for (size_t l = 0; l < L; ++l) {  // every layer's, so that any plan can take FP8 scales
+        prompt_absmax[i].push_back({head_absmax(cap.k[l], c.n_kv_heads[l], c.head_dim),
+                                    head_absmax(cap.v[l], c.n_kv_heads[l], c.head_dim)});
+      }
+      out.q.resize(L);
+      out.k.resize(L);
+      out.v.resize(L);
+      if (is_kl[i]) out.layer_input.resize(L);
+      for (size_t l = 0; l < L; ++l) {
+        if (pending[l].empty()) continue;
+        out.q[l] = std::move(cap.q[l]);
+        out.k[l] = std::move(cap.k[l]);
+        out.v[l] = std::move(cap.v[l]);
+        if (is_kl[i]) out.layer_input[l] = std::move(cap.layer_input[l]);
+      }
+      if (is_kl[i]) {
+        const size_t T = calibration.prompts[i].size();
+        out.kl_from = kl_first_row(T);
+        out.reference = reference_distribution(
+            cap.logits.bottomRows(static_cast<Eigen::Index>(T - out.kl_from)));
+      }
+      cap = ForwardCapture();
+      tracker.report("reference", -1, 0, c.n_layers + 1);
+    });
+    first = end;
+  }
   keep_reference_probabilities(captures, kl_prompts, threads);
   const double reference_s = seconds_since(ref_start);
   profile.kv_absmax = prompt_absmax[0];

@@ -196,6 +196,44 @@ TEST_F(Stories, CapturesAndForwardFromLayer) {
   }
 }
 
+// The profiler's reference pass runs its prompts as one batch with a capture per prompt: each
+// capture must hold what the prompt's own forward captures, bit for bit.
+TEST_F(Stories, BatchCapturesEqualEachPromptsOwn) {
+  const Transformer model(*weights_);
+  const ModelConfig& c = weights_->config;
+  const std::vector<int32_t> a = tokens(13), b = tokens(7);
+  ForwardCapture alone_a, alone_b;
+  KvCache cache_a(c, KvCacheOptions::exact_kv()), cache_b(c, KvCacheOptions::exact_kv());
+  (void)model.forward(a, cache_a, &alone_a, {.logits_from_row = 6});
+  (void)model.forward(b, cache_b, &alone_b);
+
+  const RowMatrix in_a = model.embed(a), in_b = model.embed(b);
+  KvCache batch_a(c, KvCacheOptions::exact_kv()), batch_b(c, KvCacheOptions::exact_kv());
+  ForwardCapture cap_a, cap_b;
+  cap_b.residual_input = false;
+  const Transformer::BatchSequence batch[] = {{&in_a, &batch_a, 6, &cap_a},
+                                              {&in_b, &batch_b, 0, &cap_b}};
+  const RowMatrix logits = model.forward_batch_from_layer(0, batch);
+  ASSERT_EQ(logits.rows(), 7 + 7);
+  ASSERT_EQ(cap_a.logits.rows(), 7);
+  ASSERT_EQ(cap_b.logits.rows(), 7);
+  EXPECT_EQ(max_abs_diff(cap_a.logits, alone_a.logits), 0.0);
+  EXPECT_EQ(max_abs_diff(cap_b.logits, alone_b.logits), 0.0);
+  EXPECT_EQ(max_abs_diff(logits.bottomRows(7), alone_b.logits), 0.0);
+  EXPECT_TRUE(cap_b.layer_input.empty());
+  for (size_t l = 0; l < static_cast<size_t>(c.n_layers); ++l) {
+    ASSERT_EQ(cap_a.layer_input[l].rows(), 13);
+    ASSERT_EQ(cap_a.q[l].rows(), 13);
+    ASSERT_EQ(cap_b.k[l].rows(), 7);
+    ASSERT_EQ(cap_b.v[l].rows(), 7);
+    EXPECT_EQ(max_abs_diff(cap_a.layer_input[l], alone_a.layer_input[l]), 0.0) << l;
+    EXPECT_EQ(max_abs_diff(cap_a.q[l], alone_a.q[l]), 0.0) << l;
+    EXPECT_EQ(max_abs_diff(cap_b.k[l], alone_b.k[l]), 0.0) << l;
+    EXPECT_EQ(max_abs_diff(cap_b.v[l], alone_b.v[l]), 0.0) << l;
+    EXPECT_EQ(batch_b.layer(static_cast<int>(l)).n_tokens(), 7u);
+  }
+}
+
 TEST_F(Stories, RefusesBadTokens) {
   const Transformer model(*weights_);
   KvCache cache(weights_->config, KvCacheOptions::exact_kv());
