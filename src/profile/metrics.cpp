@@ -21,8 +21,8 @@ std::vector<RowMatrix> split_heads(const RowMatrix& x, int n, int head_dim) {
   return heads;
 }
 
-MetricSum relative_row_error(const RowMatrix& exact, const RowMatrix& approx) {
-  MetricSum s;
+RowErrors row_errors(const RowMatrix& exact, const RowMatrix& approx) {
+  RowErrors e;
   for (Eigen::Index r = 0; r < exact.rows(); ++r) {
     double num = 0, den = 0;
     const float* x = exact.row(r).data();
@@ -33,27 +33,21 @@ MetricSum relative_row_error(const RowMatrix& exact, const RowMatrix& approx) {
       den += static_cast<double>(x[i]) * static_cast<double>(x[i]);
     }
     if (den > 0) {
-      s.sum += std::sqrt(num / den);
-      ++s.count;
+      e.relative.sum += std::sqrt(num / den);
+      ++e.relative.count;
     }
+    e.squared.sum += num;
+    ++e.squared.count;
   }
-  return s;
+  return e;
+}
+
+MetricSum relative_row_error(const RowMatrix& exact, const RowMatrix& approx) {
+  return row_errors(exact, approx).relative;
 }
 
 MetricSum squared_row_error(const RowMatrix& exact, const RowMatrix& approx) {
-  MetricSum s;
-  for (Eigen::Index r = 0; r < exact.rows(); ++r) {
-    double sq = 0;
-    const float* x = exact.row(r).data();
-    const float* y = approx.row(r).data();
-    for (Eigen::Index i = 0; i < exact.cols(); ++i) {
-      const double d = static_cast<double>(y[i]) - static_cast<double>(x[i]);
-      sq += d * d;
-    }
-    s.sum += sq;
-    ++s.count;
-  }
-  return s;
+  return row_errors(exact, approx).squared;
 }
 
 RowMatrix attention_probabilities(const RowMatrix& q_head, const RowMatrix& k_head,

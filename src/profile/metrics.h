@@ -60,6 +60,12 @@ MetricSum relative_row_error(const RowMatrix& exact, const RowMatrix& approx);
 // Sum over rows r of ||approx_r - exact_r||^2; count = rows.
 MetricSum squared_row_error(const RowMatrix& exact, const RowMatrix& approx);
 
+// Both of the above in one pass over the rows (the same bits as each alone).
+struct RowErrors {
+  MetricSum relative, squared;
+};
+RowErrors row_errors(const RowMatrix& exact, const RowMatrix& approx);
+
 // Causal (and windowed) softmax(q k^T / sqrt(head_dim)) of one head: [T, T], zeros outside the
 // mask.
 RowMatrix attention_probabilities(const RowMatrix& q_head, const RowMatrix& k_head,

@@ -294,10 +294,9 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
       }
       const std::vector<RowMatrix> oh = split_heads(r.out, c.n_heads, c.head_dim);
       for (int h = 0; h < c.n_heads; ++h) {
-        out.e_o[i].add(
-            relative_row_error(o_exact[static_cast<size_t>(h)], oh[static_cast<size_t>(h)]));
-        out.o_mse[i].add(
-            squared_row_error(o_exact[static_cast<size_t>(h)], oh[static_cast<size_t>(h)]));
+        const RowErrors e = row_errors(o_exact[static_cast<size_t>(h)], oh[static_cast<size_t>(h)]);
+        out.e_o[i].add(e.relative);
+        out.o_mse[i].add(e.squared);
       }
     }
     return out;
@@ -308,8 +307,9 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
       const size_t g = static_cast<size_t>(h / group);
       RowMatrix o;
       o.noalias() = p_quant[kf][static_cast<size_t>(h)] * v_quant[vf][g];
-      out.e_o[i].add(relative_row_error(o_exact[static_cast<size_t>(h)], o));
-      out.o_mse[i].add(squared_row_error(o_exact[static_cast<size_t>(h)], o));
+      const RowErrors e = row_errors(o_exact[static_cast<size_t>(h)], o);
+      out.e_o[i].add(e.relative);
+      out.o_mse[i].add(e.squared);
     }
   }
   return out;

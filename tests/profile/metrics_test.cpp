@@ -136,6 +136,27 @@ TEST(Metrics, ExactInputsGiveZeroAndZeroRowsAreSkipped) {
   EXPECT_EQ(s.count, 8);  // the all-zero row has no relative error
 }
 
+TEST(Metrics, RowErrorsMatchTheirDefinitionsInOnePass) {
+  std::mt19937 rng(11);
+  RowMatrix exact = random_matrix(rng, 6, 16, 2.0f);
+  exact.row(2).setZero();
+  const RowMatrix approx = perturb(rng, exact, 0.3f);
+  double relative = 0, squared = 0;
+  for (Eigen::Index r = 0; r < exact.rows(); ++r) {
+    const Eigen::RowVectorXd x = exact.row(r).cast<double>(), y = approx.row(r).cast<double>();
+    squared += (y - x).squaredNorm();
+    if (r != 2) relative += (y - x).norm() / x.norm();
+  }
+  const RowErrors e = row_errors(exact, approx);
+  EXPECT_EQ(e.relative.count, 5);  // the all-zero row has no relative error
+  EXPECT_EQ(e.squared.count, 6);
+  EXPECT_NEAR(e.relative.sum, relative, 1e-12);
+  EXPECT_NEAR(e.squared.sum, squared, 1e-12);
+  EXPECT_GT(e.squared.sum, 0.0);
+  EXPECT_EQ(relative_row_error(exact, approx).sum, e.relative.sum);
+  EXPECT_EQ(squared_row_error(exact, approx).sum, e.squared.sum);
+}
+
 TEST(Metrics, KlMatchesNaiveF64) {
   std::mt19937 rng(99);
   const RowMatrix ref_logits = random_matrix(rng, 7, 300, 3.0f);
