@@ -16,9 +16,14 @@
 namespace kvplan {
 namespace {
 
+// Row-wise loops (norms, RoPE, activations) split their rows over threads above this many
+// elements; each row's arithmetic is the same either way.
+constexpr Eigen::Index kParallelElements = 1 << 15;
+
 // y = x / sqrt(mean(x^2) + eps) * w, row by row; the sum of squares in double like ggml's.
 void rms_norm(const RowMatrix& x, const Vector& w, double eps, RowMatrix& y) {
   y.resize(x.rows(), x.cols());
+#pragma omp parallel for schedule(static) if (x.size() > kParallelElements)
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
     double sum = 0.0;
     const float* row = x.row(t).data();
@@ -215,7 +220,9 @@ RowMatrix Transformer::forward_batch_from_layer(int first_layer,
     const bool sliding = c.sliding_window[static_cast<size_t>(l)] > 0;
     for (size_t s = 0; s < S; ++s) {
       const RopeTable& layer_rope = sliding && !rope_sliding.empty() ? rope_sliding[s] : rope[s];
-      for (Eigen::Index t = 0; t < offset[s + 1] - offset[s]; ++t) {
+      const Eigen::Index T = offset[s + 1] - offset[s];
+#pragma omp parallel for schedule(static) if (T * qkv.cols() > kParallelElements)
+      for (Eigen::Index t = 0; t < T; ++t) {
         float* row = qkv.row(offset[s] + t).data();
         if (c.qk_norm) {
           rms_norm_heads(row, c.n_heads, c.head_dim, L.q_norm, c.rms_norm_eps);
@@ -277,7 +284,7 @@ RowMatrix Transformer::forward_batch_from_layer(int first_layer,
     const Eigen::Index rows = gate_up.rows();
     act.resize(rows, ffn);
     const bool gelu = c.ffn_activation == FfnActivation::kGeluTanh;
-#pragma omp parallel for schedule(static) if (rows * ffn > (1 << 15))
+#pragma omp parallel for schedule(static) if (rows * ffn > kParallelElements)
     for (Eigen::Index t = 0; t < rows; ++t) {
       const float* g = gate_up.row(t).data();
       const float* u = g + ffn;
