@@ -524,8 +524,9 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
       // output matrix (the largest product). At least kMinRowsForSameBits of them, so that each
       // row gets the bits the batched re-runs give it.
       const size_t T = calibration.prompts[i].size();
+      if (is_kl[i]) captures[i].kl_from = kl_first_row(T);
       const size_t from =
-          is_kl[i] ? std::min(kl_first_row(T), T - std::min<size_t>(T, kMinRowsForSameBits))
+          is_kl[i] ? std::min(captures[i].kl_from, T - std::min<size_t>(T, kMinRowsForSameBits))
                    : T - 1;
       batch.push_back({&inputs[b], &caches.back(), from, &caps[b]});
     }
@@ -551,10 +552,8 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
         if (is_kl[i]) out.layer_input[l] = std::move(cap.layer_input[l]);
       }
       if (is_kl[i]) {
-        const size_t T = calibration.prompts[i].size();
-        out.kl_from = kl_first_row(T);
-        out.reference = reference_distribution(
-            cap.logits.bottomRows(static_cast<Eigen::Index>(T - out.kl_from)));
+        out.reference = reference_distribution(cap.logits.bottomRows(
+            static_cast<Eigen::Index>(calibration.prompts[i].size() - out.kl_from)));
       }
       cap = ForwardCapture();
       tracker.report("reference", -1, 0, c.n_layers + 1);
@@ -575,6 +574,12 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   }
 
   // 2. Per layer: attention-side metrics over every prompt, then dKL per (cell, dKL prompt).
+  // A dKL batch takes as many cells as keep its logits under kDklBatchLogitBytes.
+  size_t kl_rows = 0;
+  for (const size_t i : kl_prompts) kl_rows += captures[i].reference.rows.size();
+  const size_t logit_bytes_per_cell = kl_rows * static_cast<size_t>(c.vocab_size) * sizeof(float);
+  const size_t cells_per_batch =
+      std::max<size_t>(1, kDklBatchLogitBytes / std::max<size_t>(1, logit_bytes_per_cell));
   double metrics_s = 0, dkl_s = 0;
   size_t cells_done = 0;
   for (int l = 0; l < c.n_layers; ++l) {
@@ -610,12 +615,7 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
     std::vector<MetricSum> kl(cells.size() * K);
     // Cells go through the model together, each dKL prompt of each cell one sequence of the batch
     // (batched products, threaded inside; every sequence's logits are the bits it gets alone),
-    // as many cells at once as keep the batch's logits under kDklBatchLogitBytes.
-    size_t kl_rows = 0;
-    for (const size_t i : kl_prompts) kl_rows += captures[i].reference.rows.size();
-    const size_t logit_bytes_per_cell = kl_rows * static_cast<size_t>(c.vocab_size) * sizeof(float);
-    const size_t cells_per_batch =
-        std::max<size_t>(1, kDklBatchLogitBytes / std::max<size_t>(1, logit_bytes_per_cell));
+    // cells_per_batch at a time.
     for (size_t b0 = 0; b0 < rerun.size(); b0 += cells_per_batch) {
       const std::span<const size_t> group(rerun.data() + b0,
                                           std::min(cells_per_batch, rerun.size() - b0));
