@@ -34,6 +34,22 @@ KVPLAN_HD inline float pow2f(int k) {
   return f32_from_bits(static_cast<uint32_t>(k + 127) << 23);
 }
 
+// 2^k for k in [-149, 127], exact (subnormal below -126).
+KVPLAN_HD inline float pow2f_wide(int k) {
+  return k >= -126 ? pow2f(k) : f32_from_bits(1u << (k + 149));
+}
+
+// floor(log2(a)) of a finite a > 0, exact: read from the float's exponent (subnormals included),
+// where log2f could round a value just below a power of two up to it.
+KVPLAN_HD inline int floor_log2(float a) {
+  const uint32_t u = f32_bits(a) & 0x7fffffffu;
+  const int exp_field = static_cast<int>(u >> 23);
+  if (exp_field > 0) return exp_field - 127;
+  int top = 22;
+  while (top > 0 && (u >> top) == 0) --top;
+  return top - 149;
+}
+
 // Portable conversions (device code, and the reference the F16C path is tested against).
 KVPLAN_HD inline float f16_to_f32_soft(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -165,6 +181,33 @@ KVPLAN_HD inline float fp8_e4m3_to_f32(uint8_t v) {
 }
 KVPLAN_HD inline float fp8_e5m2_to_f32(uint8_t v) {
   return fp8_to_f32<5, 2, 15, true>(v);
+}
+
+// OCP FP4 E2M1 and FP6 E2M3, the MX element types (E2M1 is also NVFP4's): two exponent bits,
+// bias 1, no infinities or NaN. Conversions round to nearest even and saturate to the largest
+// magnitude (6 and 7.5), NaN included. The sign is the top bit of the 4- or 6-bit code.
+KVPLAN_HD inline uint8_t f32_to_fp4_e2m1(float x) {
+  const uint8_t c = f32_to_fp8<2, 1, 1, 0x07, 0x07>(x);
+  return static_cast<uint8_t>((c & 0x07u) | ((c >> 4) & 0x08u));
+}
+KVPLAN_HD inline uint8_t f32_to_fp6_e2m3(float x) {
+  const uint8_t c = f32_to_fp8<2, 3, 1, 0x1f, 0x1f>(x);
+  return static_cast<uint8_t>((c & 0x1fu) | ((c >> 2) & 0x20u));
+}
+template <int kManBits>
+KVPLAN_HD inline float e2_minifloat_to_f32(uint8_t v) {
+  const uint32_t exp_field = (v >> kManBits) & 3u;
+  const uint32_t man = v & ((1u << kManBits) - 1u);
+  const float magnitude = exp_field == 0 ? static_cast<float>(man) * pow2f(-kManBits)
+                                         : static_cast<float>((1u << kManBits) | man) *
+                                               pow2f(static_cast<int>(exp_field) - 1 - kManBits);
+  return (v >> (2 + kManBits)) & 1u ? -magnitude : magnitude;
+}
+KVPLAN_HD inline float fp4_e2m1_to_f32(uint8_t v) {
+  return e2_minifloat_to_f32<1>(v);
+}
+KVPLAN_HD inline float fp6_e2m3_to_f32(uint8_t v) {
+  return e2_minifloat_to_f32<3>(v);
 }
 
 inline constexpr float kFp8E4m3Max = 448.0f;

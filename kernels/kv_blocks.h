@@ -82,6 +82,33 @@ KVPLAN_HD inline const int8_t* iq4_nl_values() {
 #endif
 }
 
+// OCP MX blocks of 32 values: one E8M0 shared scale byte (2^(e - 127)), then the element codes.
+// MXFP4 is ggml's block_mxfp4: element j in the low nibble of qs[j], element j + 16 in the high
+// nibble. MXFP6 packs its 6-bit codes as a little-endian bit stream (element i in bits 6i..6i+5;
+// no engine stores MXFP6 KV yet, so the order is kvplan's). MXFP8 stores one code per byte.
+inline constexpr int kMxBlock = 32;
+struct BlockMxfp4 {
+  uint8_t e;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockMxfp4) == 17);
+struct BlockMxfp6 {
+  uint8_t e;
+  uint8_t qs[24];
+};
+static_assert(sizeof(BlockMxfp6) == 25);
+struct BlockMxfp8 {
+  uint8_t e;
+  uint8_t qs[32];
+};
+static_assert(sizeof(BlockMxfp8) == 33);
+
+// NVFP4 row as vLLM stores one (token, head): head_dim / 2 bytes of E2M1 codes (element 2i in the
+// low nibble of byte i, 2i + 1 in the high nibble), then head_dim / 16 E4M3 scales, one per 16
+// values. The codes of a 16-value group are 8 bytes; the scales follow every group's codes.
+inline constexpr int kNvfp4Group = 16;
+inline constexpr int kNvfp4GroupCodeBytes = 8;
+
 struct IntGroupHeader {
   uint16_t scale;  // f16: (max - min) / (2^bits - 1)
   uint16_t zero;   // f16: the group minimum

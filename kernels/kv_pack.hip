@@ -25,7 +25,7 @@ __global__ void pack_page_kernel(PackPageParams p) {
   float x[kUnitBuf];
   for (int i = 0; i < n; ++i) x[i] = p.src.load(t, h, u * f.unit_values + i);
   const float scale = p.fp8_scales ? p.fp8_scales[h] : 1.0f;
-  quantize_unit(f.id, x, n, p.dst.row(p.seq, p.first_token + t, h) + u * f.unit_bytes, scale);
+  quantize_row_unit_values(f, x, u, p.dst.row(p.seq, p.first_token + t, h), scale);
 }
 
 __global__ void unpack_page_kernel(UnpackPageParams p) {

@@ -31,7 +31,8 @@ def rows():
 
 
 def main():
-    formats = {"q8_0": T.Q8_0, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "q5_0": T.Q5_0, "q5_1": T.Q5_1}
+    formats = {"q8_0": T.Q8_0, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "q5_0": T.Q5_0, "q5_1": T.Q5_1,
+               "mxfp4": T.MXFP4}
     cases = []
     for row in rows():
         case = {"input_f32_bits": [int(v) for v in row.view(np.uint32)], "expected": {}}

@@ -85,7 +85,7 @@ KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config
   // A plan carries its FP8 layers' calibrated per-head scales; --kv/--k-format have none (1).
   if (resolved.plan && !kv.exact) kv.fp8_scales = resolved.plan->fp8_scales();
   const bool any_fp8 = std::any_of(kv.pairs.begin(), kv.pairs.end(), [](const KvPair& p) {
-    return p.key.family() == FormatFamily::kFp8 || p.value.family() == FormatFamily::kFp8;
+    return p.key.has_tensor_scale() || p.value.has_tensor_scale();
   });
   if (any_fp8) described["fp8_scales"] = kv.fp8_scales.empty() ? "1 (uncalibrated)" : "plan";
   described["kv"] = kv.describe();

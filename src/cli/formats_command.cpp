@@ -3,6 +3,7 @@
 // group_size tokens / group_size.
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -44,7 +45,9 @@ void run_formats(const FormatsOptions& o) {
       row["effective_bits"] = 8.0 * bytes / static_cast<double>(d);
       row["overhead_bits"] = row["effective_bits"].get<double>() - info.bits;
     } catch (const Error& e) {
-      row["unsupported"] = e.what();
+      row["unsupported"] = info.block_values > 0
+                               ? "needs head_dim a multiple of " + std::to_string(info.block_values)
+                               : std::string(e.what());
     }
     rows.push_back(row);
   }
@@ -55,21 +58,21 @@ void run_formats(const FormatsOptions& o) {
     return;
   }
   std::printf("head_dim %d, int group %d\n\n", o.head_dim, o.group_size);
-  std::printf("%-10s %4s %4s %6s %10s %9s %9s  %s\n", "format", "id", "ver", "bits", "bytes/row",
+  std::printf("%-11s %4s %4s %6s %10s %9s %9s  %s\n", "format", "id", "ver", "bits", "bytes/row",
               "eff.bits", "overhead", "meaning");
   for (const nlohmann::json& r : rows) {
     if (r.contains("unsupported")) {
-      std::printf("%-10s %4d %4d %6d %10s %9s %9s  %s\n", r["name"].get<std::string>().c_str(),
+      std::printf("%-11s %4d %4d %6d %10s %9s %9s  (%s)\n", r["name"].get<std::string>().c_str(),
                   r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(), "-",
-                  "-", "-", "(needs head_dim a multiple of 32)");
+                  "-", "-", r["unsupported"].get<std::string>().c_str());
       continue;
     }
-    std::printf("%-10s %4d %4d %6d %10.6g %9.3f %9.3f  %s\n", r["name"].get<std::string>().c_str(),
+    std::printf("%-11s %4d %4d %6d %10.6g %9.3f %9.3f  %s\n", r["name"].get<std::string>().c_str(),
                 r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(),
                 r["bytes_per_row"].get<double>(), r["effective_bits"].get<double>(),
                 r["overhead_bits"].get<double>(), r["meaning"].get<std::string>().c_str());
   }
-  std::printf("%-10s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",
+  std::printf("%-11s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",
               "-", "opaque engine slot: N bytes per token per KV head for K and V together");
 }
 

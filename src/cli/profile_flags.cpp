@@ -19,6 +19,9 @@ void add_profile_flags(CLI::App* cmd, ProfileFlags& f) {
                   "Comma-separated pairs (K8V4,KV4,q8_0/q4_0,fp8_e4m3/int4), or 'kvtuner' for "
                   "K{8,4,2} x V{8,4,2} int (default: every catalogue format for keys and for "
                   "values independently)");
+  cmd->add_option("--formats", f.formats,
+                  "Comma-separated formats, each searched for keys and for values independently "
+                  "(default: the default catalogue, `kvplan formats`; 'all' = every format)");
   cmd->add_flag("--all-dkl", f.all_dkl,
                 "Default catalogue: re-run the model for every side's dKL instead of estimating "
                 "it from the anchors (slower)");
@@ -51,6 +54,14 @@ ProfileOptions profile_options_from_flags(const ProfileFlags& f) {
     opt.candidates = kvtuner_candidates();
   } else if (!f.candidates.empty()) {
     opt.candidates = parse_candidates(f.candidates);
+  }
+  if (!f.formats.empty()) {
+    if (!opt.candidates.empty()) {
+      fail(ErrorCode::kInvalidArgument,
+           "--formats and --candidates: give one (--formats searches keys and values "
+           "independently, --candidates lists the pairs)");
+    }
+    opt.formats = parse_format_list(f.formats);
   }
   opt.all_dkl = f.all_dkl;
   opt.kl_prompts = f.kl_prompts;

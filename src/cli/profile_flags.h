@@ -18,7 +18,7 @@
 namespace kvplan::cli {
 
 struct ProfileFlags {
-  std::string prompts, candidates, mode = "per-token";
+  std::string prompts, candidates, formats, mode = "per-token";
   int64_t group_size = 32, residual_length = 32;
   int max_tokens = 128, num_prompts = 0, kl_prompts = 8, threads = 0;
   bool exact_chunk = false;

@@ -36,7 +36,10 @@ void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const Model
     budget = t.max_effective_bits * kv_values_per_token(kv_geometry(c)) / 8;
   }
   const std::vector<KvPair> candidates =
-      p.candidates.empty() ? catalog_side_candidates(c, p.settings, {}).candidates : p.candidates;
+      p.candidates.empty()
+          ? catalog_side_candidates(c, p.settings, {.formats = p.formats, .all_dkl = false})
+                .candidates
+          : p.candidates;
   const double smallest = smallest_plan_bytes(c, p.settings, candidates, t.layer_token_share);
   if (smallest > budget * (1 + 1e-12)) {
     fail(ErrorCode::kInvalidArgument,

@@ -9,51 +9,31 @@
 namespace kvplan {
 namespace {
 
-constexpr std::array<FormatInfo, 23> kFormats = {{
-    {FormatId::kF32, "f32", 1, FormatFamily::kPlain, 32, 0, 0, 0, "IEEE float32"},
-    {FormatId::kF16, "f16", 1, FormatFamily::kPlain, 16, 0, 0, 0, "IEEE float16"},
-    {FormatId::kBF16, "bf16", 1, FormatFamily::kPlain, 16, 0, 0, 0, "bfloat16"},
-    {FormatId::kInt8, "int8", 1, FormatFamily::kUniformInt, 8, 0, 0, 0,
-     "asymmetric 8-bit, f16 scale+zero per group"},
-    {FormatId::kInt4, "int4", 1, FormatFamily::kUniformInt, 4, 0, 0, 0,
-     "asymmetric 4-bit, f16 scale+zero per group"},
-    {FormatId::kInt2, "int2", 1, FormatFamily::kUniformInt, 2, 0, 0, 0,
-     "asymmetric 2-bit, f16 scale+zero per group"},
-    {FormatId::kInt8G64, "int8_g64", 1, FormatFamily::kUniformInt, 8, 0, 0, 64,
-     "asymmetric 8-bit, f16 scale+zero per 64 values"},
-    {FormatId::kInt8G128, "int8_g128", 1, FormatFamily::kUniformInt, 8, 0, 0, 128,
-     "asymmetric 8-bit, f16 scale+zero per 128 values"},
-    {FormatId::kInt4G64, "int4_g64", 1, FormatFamily::kUniformInt, 4, 0, 0, 64,
-     "asymmetric 4-bit, f16 scale+zero per 64 values"},
-    {FormatId::kInt4G128, "int4_g128", 1, FormatFamily::kUniformInt, 4, 0, 0, 128,
-     "asymmetric 4-bit, f16 scale+zero per 128 values"},
-    {FormatId::kInt2G64, "int2_g64", 1, FormatFamily::kUniformInt, 2, 0, 0, 64,
-     "asymmetric 2-bit, f16 scale+zero per 64 values"},
-    {FormatId::kInt2G128, "int2_g128", 1, FormatFamily::kUniformInt, 2, 0, 0, 128,
-     "asymmetric 2-bit, f16 scale+zero per 128 values"},
-    {FormatId::kInt8Kivi, "int8_kivi", 1, FormatFamily::kUniformInt, 8, 0, 0, 0,
-     "keys only: int8 per channel over group_size tokens (KIVI), newest tokens bf16", true},
-    {FormatId::kInt4Kivi, "int4_kivi", 1, FormatFamily::kUniformInt, 4, 0, 0, 0,
-     "keys only: int4 per channel over group_size tokens (KIVI), newest tokens bf16", true},
-    {FormatId::kInt2Kivi, "int2_kivi", 1, FormatFamily::kUniformInt, 2, 0, 0, 0,
-     "keys only: int2 per channel over group_size tokens (KIVI), newest tokens bf16", true},
-    {FormatId::kQ8_0, "q8_0", 1, FormatFamily::kGgmlBlock, 8, kGgmlBlock, sizeof(BlockQ8_0), 0,
-     "llama.cpp q8_0 (symmetric 8-bit, f16 scale per 32)"},
-    {FormatId::kQ4_0, "q4_0", 1, FormatFamily::kGgmlBlock, 4, kGgmlBlock, sizeof(BlockQ4_0), 0,
-     "llama.cpp q4_0 (symmetric 4-bit, f16 scale per 32)"},
-    {FormatId::kQ4_1, "q4_1", 1, FormatFamily::kGgmlBlock, 4, kGgmlBlock, sizeof(BlockQ4_1), 0,
-     "llama.cpp q4_1 (4-bit, f16 scale+min per 32)"},
-    {FormatId::kQ5_0, "q5_0", 1, FormatFamily::kGgmlBlock, 5, kGgmlBlock, sizeof(BlockQ5_0), 0,
-     "llama.cpp q5_0 (symmetric 5-bit, f16 scale per 32)"},
-    {FormatId::kQ5_1, "q5_1", 1, FormatFamily::kGgmlBlock, 5, kGgmlBlock, sizeof(BlockQ5_1), 0,
-     "llama.cpp q5_1 (5-bit, f16 scale+min per 32)"},
-    {FormatId::kIq4Nl, "iq4_nl", 1, FormatFamily::kGgmlBlock, 4, kGgmlBlock, sizeof(BlockIq4Nl), 0,
-     "llama.cpp iq4_nl (non-linear 4-bit codebook, f16 scale per 32)"},
-    {FormatId::kFp8E4M3, "fp8_e4m3", 1, FormatFamily::kFp8, 8, 0, 0, 0,
-     "OCP FP8 E4M3, f32 scale per (layer, head)"},
-    {FormatId::kFp8E5M2, "fp8_e5m2", 1, FormatFamily::kFp8, 8, 0, 0, 0,
-     "OCP FP8 E5M2, f32 scale per (layer, head)"},
-}};
+constexpr FormatInfo info_of(const KvFormatTraits& t) {
+  const bool blocks = t.unit == RowUnit::kBlock || t.unit == RowUnit::kSplitBlock;
+  // A split block's scale byte sits after the row's codes but belongs to the block.
+  const int block_bytes = t.unit == RowUnit::kSplitBlock ? t.unit_bytes + 1 : t.unit_bytes;
+  return {static_cast<FormatId>(t.id),
+          t.name,
+          t.version,
+          t.family,
+          t.bits,
+          blocks ? t.unit_values : 0,
+          blocks ? block_bytes : 0,
+          t.unit == RowUnit::kIntGroup ? t.unit_values : 0,
+          t.meaning,
+          t.per_channel_layout != 0,
+          t.tensor_scale_range,
+          t.default_candidate,
+          t.engines,
+          t.codec};
+}
+
+constexpr auto kFormats = [] {
+  std::array<FormatInfo, std::size(kKvFormatTable)> out{};
+  for (size_t i = 0; i < out.size(); ++i) out[i] = info_of(kKvFormatTable[i]);
+  return out;
+}();
 
 constexpr FormatInfo kSlotInfo = {FormatId::kSlot,
                                   "slot",

@@ -12,58 +12,40 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/kv_format_table.h"
+
 namespace kvplan {
 
-// Numeric ids are written into plans and stored objects: never renumber, only append.
+// One enumerator per line of the format table (kernels/kv_format_table.h: kF16, kQ4_0, ...), plus
+// the opaque slot. Numeric ids are written into plans and stored objects.
+#define KVPLAN_FORMAT_ENUMERATOR(e, id, ...) k##e = id,
 enum class FormatId : uint16_t {
-  kF32 = 1,
-  kF16 = 2,
-  kBF16 = 3,
-  kInt8 = 16,
-  kInt4 = 17,
-  kInt2 = 18,
-  kInt8G64 = 19,  // the int formats with a fixed group instead of the plan's group_size
-  kInt8G128 = 20,
-  kInt4G64 = 21,
-  kInt4G128 = 22,
-  kInt2G64 = 23,
-  kInt2G128 = 24,
-  kInt8Kivi = 25,  // KIVI keys: the int formats per channel over groups of group_size tokens
-  kInt4Kivi = 26,
-  kInt2Kivi = 27,
-  kQ8_0 = 32,
-  kQ4_0 = 33,
-  kQ4_1 = 34,
-  kQ5_0 = 35,
-  kQ5_1 = 36,
-  kIq4Nl = 37,
-  kFp8E4M3 = 48,
-  kFp8E5M2 = 49,
+  KVPLAN_KV_FORMATS(KVPLAN_FORMAT_ENUMERATOR)  //
   kSlot = 64,  // opaque engine slot: N bytes per token per KV head for K and V together
 };
+#undef KVPLAN_FORMAT_ENUMERATOR
 
-enum class FormatFamily {
-  kPlain,       // f32 / f16 / bf16
-  kUniformInt,  // int8 / int4 / int2: asymmetric min/max groups, f16 scale + zero
-  kGgmlBlock,   // llama.cpp blocks of 32
-  kFp8,         // OCP FP8 with a per-(layer, head) f32 scale kept outside the row
-  kOpaqueSlot,  // bytes kvplan stores and moves but never interprets
-};
-
+// A format's catalogue entry: its line of the format table, with host types.
 struct FormatInfo {
   FormatId id;
   std::string_view name;
   uint16_t version;
   FormatFamily family;
   int bits;          // nominal bits per value (0 for slots: depends on N and head_dim)
-  int block_values;  // values per ggml block (32), 0 for other families
-  int block_bytes;   // bytes per ggml block, 0 for other families
+  int block_values;  // values per block (ggml, MX, NVFP4), 0 for other families
+  int block_bytes;   // bytes per block, scale included, 0 for other families
   int group;         // uniform int: fixed group size (0 = the plan's group_size); 0 otherwise
   std::string_view meaning;
   // KIVI key format: each channel packed over groups of the plan's group_size tokens, with the
   // layout of the int format of the same bits; values refuse it, and the layer keeps KIVI's
   // full-precision residual window (formats/quant_settings.h, layer_runs_kivi).
   bool per_channel_keys = false;
+  // > 0: an f32 scale per (layer, KV head) kept outside the row, calibrated as
+  // absmax / tensor_scale_range (FP8: the largest finite value; NVFP4: 6 x 448).
+  float tensor_scale_range = 0.0f;
+  bool default_candidate = false;  // searched when no --formats are given
+  uint32_t engines = 0;            // kEngine* bits (kernels/kv_format_table.h)
+  Codec codec = Codec::kNone;
 };
 
 // Every concrete format (slot excluded), in catalogue order.
@@ -86,6 +68,8 @@ class Format {
   [[nodiscard]] constexpr bool is_slot() const { return id_ == FormatId::kSlot; }
   [[nodiscard]] const FormatInfo& info() const;
   [[nodiscard]] FormatFamily family() const { return info().family; }
+  // True for formats that keep an f32 scale per (layer, KV head) outside the row (FP8, NVFP4).
+  [[nodiscard]] bool has_tensor_scale() const { return info().tensor_scale_range > 0.0f; }
   [[nodiscard]] std::string name() const;
   // Bits per value before overheads (KVTuner's "equivalent bits"); for a slot, 8*N over the 2*D
   // values of one token's K and V.

@@ -19,10 +19,9 @@ size_t effective_group_size(Format format, size_t n_values, size_t group_size) {
       }
       return group < n_values ? group : n_values;
     }
-    case FormatFamily::kGgmlBlock:
-      return kGgmlBlock;
     default:
-      return n_values;
+      return format.info().block_values > 0 ? static_cast<size_t>(format.info().block_values)
+                                            : n_values;
   }
 }
 
@@ -33,19 +32,17 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
     case FormatFamily::kUniformInt:
       (void)effective_group_size(format, n_values, group_size);  // refuses group 0
       break;
-    case FormatFamily::kGgmlBlock:
-      if (n_values % kGgmlBlock != 0) {
-        fail(ErrorCode::kInvalidArgument,
-             "format {} packs blocks of {} values; a row of {} values is not a whole number of "
-             "blocks (use int8/int4/int2, whose group is clamped to the row)",
-             info.name, kGgmlBlock, n_values);
-      }
-      break;
     case FormatFamily::kOpaqueSlot:
       fail(ErrorCode::kInvalidArgument,
            "format {} is an opaque per-token slot for K and V together; it has no row layout",
            format.name());
     default:
+      if (info.block_values > 0 && n_values % static_cast<size_t>(info.block_values) != 0) {
+        fail(ErrorCode::kInvalidArgument,
+             "format {} packs blocks of {} values; a row of {} values is not a whole number of "
+             "blocks (use int8/int4/int2, whose group is clamped to the row)",
+             info.name, info.block_values, n_values);
+      }
       break;
   }
   constexpr size_t kMaxInt = static_cast<size_t>(std::numeric_limits<int>::max());

@@ -11,8 +11,10 @@ namespace {
 void check_side(const std::vector<float>& scales, Format format, int n_kv_heads,
                 const std::string& where, const char* side) {
   if (scales.empty()) return;
-  if (format.family() != FormatFamily::kFp8) {
-    fail(ErrorCode::kInvalidArgument, "{}: {}_fp8_scales given for {} format {}, which is not FP8",
+  if (!format.has_tensor_scale()) {
+    fail(ErrorCode::kInvalidArgument,
+         "{}: {}_fp8_scales given for {} format {}, which keeps no per-head scale (FP8 and NVFP4 "
+         "do)",
          where, side, side, format.name());
   }
   if (scales.size() != static_cast<size_t>(n_kv_heads)) {
@@ -31,7 +33,7 @@ void check_side(const std::vector<float>& scales, Format format, int n_kv_heads,
 }  // namespace
 
 std::vector<float> fp8_head_scales(Format format, const std::vector<float>& absmax) {
-  if (format.family() != FormatFamily::kFp8) return {};
+  if (!format.has_tensor_scale()) return {};
   if (absmax.empty()) {
     fail(ErrorCode::kInvalidArgument,
          "format {} needs per-head FP8 scales, but no absmax was calibrated for it", format.name());

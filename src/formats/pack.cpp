@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
-#include "kernels/kv_format_math.h"
+#include "kernels/kv_row_format.h"
 
 namespace kvplan {
 namespace {
@@ -41,47 +41,6 @@ void unpack_int_row(const uint8_t* in, size_t n, size_t group, float* y) {
   }
 }
 
-using BlockQuantizer = void (*)(const float*, uint8_t*);
-using BlockDequantizer = void (*)(const uint8_t*, float*);
-
-BlockQuantizer ggml_quantizer(FormatId id) {
-  switch (id) {
-    case FormatId::kQ8_0:
-      return quantize_block_q8_0;
-    case FormatId::kQ4_0:
-      return quantize_block_q4_0;
-    case FormatId::kQ4_1:
-      return quantize_block_q4_1;
-    case FormatId::kQ5_0:
-      return quantize_block_q5_0;
-    case FormatId::kQ5_1:
-      return quantize_block_q5_1;
-    case FormatId::kIq4Nl:
-      return quantize_block_iq4_nl;
-    default:
-      fail(ErrorCode::kInternal, "not a ggml block format: {}", static_cast<int>(id));
-  }
-}
-
-BlockDequantizer ggml_dequantizer(FormatId id) {
-  switch (id) {
-    case FormatId::kQ8_0:
-      return dequantize_block_q8_0;
-    case FormatId::kQ4_0:
-      return dequantize_block_q4_0;
-    case FormatId::kQ4_1:
-      return dequantize_block_q4_1;
-    case FormatId::kQ5_0:
-      return dequantize_block_q5_0;
-    case FormatId::kQ5_1:
-      return dequantize_block_q5_1;
-    case FormatId::kIq4Nl:
-      return dequantize_block_iq4_nl;
-    default:
-      fail(ErrorCode::kInternal, "not a ggml block format: {}", static_cast<int>(id));
-  }
-}
-
 void check_sizes(Format format, size_t n_values, size_t n_bytes, size_t group_size) {
   const size_t expected = packed_row_bytes(format, n_values, group_size);
   if (n_bytes != expected) {
@@ -97,128 +56,83 @@ void check_fp8_scale(Format format, float scale) {
   }
 }
 
+// One unit, out of line: inlined into the row loops, the block quantizers compile to slower code
+// (q4_0: about a third slower to pack and unpack, kvplan_bench_formats).
+template <Codec kC>
+[[gnu::noinline]] void quantize_unit_out_of_line(const float* in, int n, uint8_t* out,
+                                                 uint8_t* scale, float tensor_scale) {
+  quantize_unit_as<kC>(in, n, out, scale, tensor_scale);
+}
+template <Codec kC>
+[[gnu::noinline]] void dequantize_unit_out_of_line(const uint8_t* in, const uint8_t* scale, int n,
+                                                   float* out, float tensor_scale) {
+  dequantize_unit_as<kC>(in, scale, n, out, tensor_scale);
+}
+
+// The row geometry of a format whose sizes the caller has validated.
+RowFormat row_format(Format format, size_t n, size_t group) {
+  RowFormat f;
+  if (!row_geometry(static_cast<uint16_t>(format.id()), static_cast<int>(n),
+                    static_cast<int>(group), &f)) {
+    fail(ErrorCode::kInternal, "format {} has no row layout for {} values", format.name(), n);
+  }
+  return f;
+}
+
 // Packs rows whose sizes the caller has validated (row_bytes = packed_row_bytes(format, n, group)).
-// The format dispatch happens once per call, not once per row.
+// The codec is dispatched once per call: each codec gets its own row loop over the math the GPU
+// kernels use (kernels/kv_row_format.h). f32 rows are their bytes, per-value codecs take a row as
+// one unit, int rows take the group loops above, and block codecs go block by block.
 void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n, size_t row_bytes,
                          uint8_t* dst, const PackOptions& options) {
-  const auto each_row = [&](auto&& pack_one) {
-    for (size_t r = 0; r < n_rows; ++r) pack_one(x + r * n, dst + r * row_bytes);
-  };
-  const size_t group = effective_group_size(format, n, options.group_size);
-  const float scale = options.fp8_scale;
-  switch (format.id()) {
-    case FormatId::kF32:
-      return each_row(
-          [&](const float* in, uint8_t* out) { std::memcpy(out, in, n * sizeof(float)); });
-    case FormatId::kF16:
-      return each_row([&](const float* in, uint8_t* out) {
-        for (size_t i = 0; i < n; ++i) store_u16_le(out + 2 * i, f32_to_f16(in[i]));
-      });
-    case FormatId::kBF16:
-      return each_row([&](const float* in, uint8_t* out) {
-        for (size_t i = 0; i < n; ++i) store_u16_le(out + 2 * i, f32_to_bf16(in[i]));
-      });
-    case FormatId::kInt8:
-    case FormatId::kInt8G64:
-    case FormatId::kInt8G128:
-    case FormatId::kInt8Kivi:
-      return each_row([&](const float* in, uint8_t* out) { pack_int_row<8>(in, n, group, out); });
-    case FormatId::kInt4:
-    case FormatId::kInt4G64:
-    case FormatId::kInt4G128:
-    case FormatId::kInt4Kivi:
-      return each_row([&](const float* in, uint8_t* out) { pack_int_row<4>(in, n, group, out); });
-    case FormatId::kInt2:
-    case FormatId::kInt2G64:
-    case FormatId::kInt2G128:
-    case FormatId::kInt2Kivi:
-      return each_row([&](const float* in, uint8_t* out) { pack_int_row<2>(in, n, group, out); });
-    case FormatId::kQ8_0:
-    case FormatId::kQ4_0:
-    case FormatId::kQ4_1:
-    case FormatId::kQ5_0:
-    case FormatId::kQ5_1:
-    case FormatId::kIq4Nl: {
-      const BlockQuantizer quantize = ggml_quantizer(format.id());
-      const size_t block_bytes = static_cast<size_t>(format.info().block_bytes);
-      return each_row([&](const float* in, uint8_t* out) {
-        for (size_t b = 0; b < n / kGgmlBlock; ++b)
-          quantize(in + b * kGgmlBlock, out + b * block_bytes);
-      });
+  const RowFormat f = row_format(format, n, options.group_size);
+  const size_t group = static_cast<size_t>(f.unit_values);
+  with_codec(format.info().codec, [&](auto tag) {
+    constexpr Codec kC = decltype(tag)::value;
+    for (size_t r = 0; r < n_rows; ++r) {
+      const float* in = x + r * n;
+      uint8_t* out = dst + r * row_bytes;
+      if constexpr (kC == Codec::kF32) {
+        std::memcpy(out, in, n * sizeof(float));
+      } else if constexpr (per_value_codec(kC)) {
+        quantize_unit_as<kC>(in, static_cast<int>(n), out, nullptr, options.fp8_scale);
+      } else if constexpr (int_codec_bits(kC) > 0) {
+        pack_int_row<int_codec_bits(kC)>(in, n, group, out);
+      } else {
+        for (int u = 0; u < f.n_units; ++u) {
+          quantize_unit_out_of_line<kC>(in + u * f.unit_values, row_unit_values(f, u),
+                                        out + u * f.unit_bytes, out + f.scale_offset + u,
+                                        options.fp8_scale);
+        }
+      }
     }
-    case FormatId::kFp8E4M3:
-      return each_row([&](const float* in, uint8_t* out) {
-        for (size_t i = 0; i < n; ++i) out[i] = f32_to_fp8_e4m3(in[i] / scale);
-      });
-    case FormatId::kFp8E5M2:
-      return each_row([&](const float* in, uint8_t* out) {
-        for (size_t i = 0; i < n; ++i) out[i] = f32_to_fp8_e5m2(in[i] / scale);
-      });
-    case FormatId::kSlot:
-      break;
-  }
-  fail(ErrorCode::kInternal, "pack: format {} has no row layout", format.name());
+  });
 }
 
 void unpack_rows_unchecked(Format format, const uint8_t* src, size_t n_rows, size_t n,
                            size_t row_bytes, float* y, const PackOptions& options) {
-  const auto each_row = [&](auto&& unpack_one) {
-    for (size_t r = 0; r < n_rows; ++r) unpack_one(src + r * row_bytes, y + r * n);
-  };
-  const size_t group = effective_group_size(format, n, options.group_size);
-  const float scale = options.fp8_scale;
-  switch (format.id()) {
-    case FormatId::kF32:
-      return each_row(
-          [&](const uint8_t* in, float* out) { std::memcpy(out, in, n * sizeof(float)); });
-    case FormatId::kF16:
-      return each_row([&](const uint8_t* in, float* out) {
-        for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(load_u16_le(in + 2 * i));
-      });
-    case FormatId::kBF16:
-      return each_row([&](const uint8_t* in, float* out) {
-        for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16_le(in + 2 * i));
-      });
-    case FormatId::kInt8:
-    case FormatId::kInt8G64:
-    case FormatId::kInt8G128:
-    case FormatId::kInt8Kivi:
-      return each_row([&](const uint8_t* in, float* out) { unpack_int_row<8>(in, n, group, out); });
-    case FormatId::kInt4:
-    case FormatId::kInt4G64:
-    case FormatId::kInt4G128:
-    case FormatId::kInt4Kivi:
-      return each_row([&](const uint8_t* in, float* out) { unpack_int_row<4>(in, n, group, out); });
-    case FormatId::kInt2:
-    case FormatId::kInt2G64:
-    case FormatId::kInt2G128:
-    case FormatId::kInt2Kivi:
-      return each_row([&](const uint8_t* in, float* out) { unpack_int_row<2>(in, n, group, out); });
-    case FormatId::kQ8_0:
-    case FormatId::kQ4_0:
-    case FormatId::kQ4_1:
-    case FormatId::kQ5_0:
-    case FormatId::kQ5_1:
-    case FormatId::kIq4Nl: {
-      const BlockDequantizer dequantize = ggml_dequantizer(format.id());
-      const size_t block_bytes = static_cast<size_t>(format.info().block_bytes);
-      return each_row([&](const uint8_t* in, float* out) {
-        for (size_t b = 0; b < n / kGgmlBlock; ++b)
-          dequantize(in + b * block_bytes, out + b * kGgmlBlock);
-      });
+  const RowFormat f = row_format(format, n, options.group_size);
+  const size_t group = static_cast<size_t>(f.unit_values);
+  with_codec(format.info().codec, [&](auto tag) {
+    constexpr Codec kC = decltype(tag)::value;
+    for (size_t r = 0; r < n_rows; ++r) {
+      const uint8_t* in = src + r * row_bytes;
+      float* out = y + r * n;
+      if constexpr (kC == Codec::kF32) {
+        std::memcpy(out, in, n * sizeof(float));
+      } else if constexpr (per_value_codec(kC)) {
+        dequantize_unit_as<kC>(in, nullptr, static_cast<int>(n), out, options.fp8_scale);
+      } else if constexpr (int_codec_bits(kC) > 0) {
+        unpack_int_row<int_codec_bits(kC)>(in, n, group, out);
+      } else {
+        for (int u = 0; u < f.n_units; ++u) {
+          dequantize_unit_out_of_line<kC>(in + u * f.unit_bytes, in + f.scale_offset + u,
+                                          row_unit_values(f, u), out + u * f.unit_values,
+                                          options.fp8_scale);
+        }
+      }
     }
-    case FormatId::kFp8E4M3:
-      return each_row([&](const uint8_t* in, float* out) {
-        for (size_t i = 0; i < n; ++i) out[i] = fp8_e4m3_to_f32(in[i]) * scale;
-      });
-    case FormatId::kFp8E5M2:
-      return each_row([&](const uint8_t* in, float* out) {
-        for (size_t i = 0; i < n; ++i) out[i] = fp8_e5m2_to_f32(in[i]) * scale;
-      });
-    case FormatId::kSlot:
-      break;
-  }
-  fail(ErrorCode::kInternal, "unpack: format {} has no row layout", format.name());
+  });
 }
 
 }  // namespace
@@ -226,14 +140,14 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t n_rows, siz
 void pack_row(Format format, std::span<const float> values, std::span<uint8_t> out,
               const PackOptions& options) {
   check_sizes(format, values.size(), out.size(), options.group_size);
-  if (format.family() == FormatFamily::kFp8) check_fp8_scale(format, options.fp8_scale);
+  if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
   pack_rows_unchecked(format, values.data(), 1, values.size(), out.size(), out.data(), options);
 }
 
 void unpack_row(Format format, std::span<const uint8_t> packed, std::span<float> values,
                 const PackOptions& options) {
   check_sizes(format, values.size(), packed.size(), options.group_size);
-  if (format.family() == FormatFamily::kFp8) check_fp8_scale(format, options.fp8_scale);
+  if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
   unpack_rows_unchecked(format, packed.data(), 1, values.size(), packed.size(), values.data(),
                         options);
 }
@@ -241,14 +155,14 @@ void unpack_row(Format format, std::span<const uint8_t> packed, std::span<float>
 void pack_rows(Format format, const float* values, size_t n_rows, size_t row_len, uint8_t* out,
                const PackOptions& options) {
   const size_t row_bytes = packed_row_bytes(format, row_len, options.group_size);
-  if (format.family() == FormatFamily::kFp8) check_fp8_scale(format, options.fp8_scale);
+  if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
   pack_rows_unchecked(format, values, n_rows, row_len, row_bytes, out, options);
 }
 
 void unpack_rows(Format format, const uint8_t* packed, size_t n_rows, size_t row_len, float* values,
                  const PackOptions& options) {
   const size_t row_bytes = packed_row_bytes(format, row_len, options.group_size);
-  if (format.family() == FormatFamily::kFp8) check_fp8_scale(format, options.fp8_scale);
+  if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
   unpack_rows_unchecked(format, packed, n_rows, row_len, row_bytes, values, options);
 }
 
@@ -289,14 +203,10 @@ void unpack_channels(Format format, std::span<const uint8_t> packed, size_t n_to
 
 float fp8_scale_for_absmax(Format format, float absmax) {
   if (!(absmax > 0.0f) || !std::isfinite(absmax)) return 1.0f;
-  switch (format.id()) {
-    case FormatId::kFp8E4M3:
-      return absmax / kFp8E4m3Max;
-    case FormatId::kFp8E5M2:
-      return absmax / kFp8E5m2Max;
-    default:
-      fail(ErrorCode::kInvalidArgument, "format {} has no FP8 scale", format.name());
+  if (!format.has_tensor_scale()) {
+    fail(ErrorCode::kInvalidArgument, "format {} has no FP8 scale", format.name());
   }
+  return absmax / format.info().tensor_scale_range;
 }
 
 }  // namespace kvplan

@@ -43,8 +43,8 @@ void unpack_channels(Format format, std::span<const uint8_t> packed, size_t n_to
                      size_t n_channels, float* values, size_t token_stride,
                      const PackOptions& options);
 
-// The FP8 scale that maps |x| <= absmax onto the format's largest finite value (1 when absmax is
-// 0).
+// The tensor scale (FP8, NVFP4) that maps |x| <= absmax onto the format's range: FP8's largest
+// finite value, NVFP4's 6 x 448 (ModelOpt's amax / (6 * 448)); 1 when absmax is 0.
 float fp8_scale_for_absmax(Format format, float absmax);
 
 }  // namespace kvplan

@@ -86,8 +86,11 @@ PlanExport export_vllm(const Plan& plan) {
         e.losses.push_back({l.index, side, f.name(), fp8.name(), fp8_reason});
       } else {
         any_other = true;
-        e.losses.push_back(
-            {l.index, side, f.name(), fp8.name(), f.name() + " is not a vLLM KV cache dtype"});
+        e.losses.push_back({l.index, side, f.name(), fp8.name(),
+                            (f.info().engines & kEngineVllm) != 0
+                                ? f.name() + " is a vLLM KV cache dtype, but vLLM takes one "
+                                             "quantized dtype for every layer"
+                                : f.name() + " is not a vLLM KV cache dtype"});
       }
     }
   }

@@ -14,22 +14,9 @@
 namespace kvplan {
 namespace {
 
-// The KV cache types llama.cpp's -ctk/-ctv accept.
+// The KV cache types llama.cpp's -ctk/-ctv accept (under kvplan's names, which are llama.cpp's).
 bool llamacpp_type(const Format& f) {
-  switch (f.id()) {
-    case FormatId::kF32:
-    case FormatId::kF16:
-    case FormatId::kBF16:
-    case FormatId::kQ8_0:
-    case FormatId::kQ4_0:
-    case FormatId::kQ4_1:
-    case FormatId::kQ5_0:
-    case FormatId::kQ5_1:
-    case FormatId::kIq4Nl:
-      return true;
-    default:
-      return false;
-  }
+  return (f.info().engines & kEngineLlamaCpp) != 0;
 }
 
 std::optional<double> uniform_bytes(const Plan& plan, const KvPair& pair) {
@@ -106,7 +93,7 @@ PlanExport export_llamacpp(const Plan& plan) {
                     best->name(), plan_bytes, best_bytes));
   }
   e.text = fmt::format("-ctk {} -ctv {}", best->key.name(), best->value.name());
-  if (best->value.family() == FormatFamily::kGgmlBlock) {
+  if (best->value.family() == FormatFamily::kGgml) {
     e.text += " -fa on";
     e.notes.push_back("llama.cpp needs flash attention (-fa on) for a quantized V cache");
   }

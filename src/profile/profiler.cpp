@@ -351,9 +351,11 @@ std::vector<KvPair> kvtuner_candidates() {
   return out;
 }
 
-std::vector<KvPair> parse_candidates(const std::string& text) {
-  std::vector<KvPair> out;
-  std::set<std::string> seen;
+namespace {
+
+// The non-empty, trimmed items of a comma-separated list.
+std::vector<std::string> list_items(const std::string& text) {
+  std::vector<std::string> out;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(',', start);
@@ -362,7 +364,17 @@ std::vector<KvPair> parse_candidates(const std::string& text) {
     item.erase(0, item.find_first_not_of(" \t"));
     item.erase(item.find_last_not_of(" \t") + 1);
     start = end + 1;
-    if (item.empty()) continue;
+    if (!item.empty()) out.push_back(std::move(item));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<KvPair> parse_candidates(const std::string& text) {
+  std::vector<KvPair> out;
+  std::set<std::string> seen;
+  for (const std::string& item : list_items(text)) {
     const KvPair p = KvPair::parse(item);
     if (p.is_slot()) {
       fail(ErrorCode::kInvalidArgument,
@@ -374,6 +386,29 @@ std::vector<KvPair> parse_candidates(const std::string& text) {
     out.push_back(p);
   }
   if (out.empty()) fail(ErrorCode::kInvalidArgument, "--candidates: no pairs in '{}'", text);
+  return out;
+}
+
+std::vector<Format> parse_format_list(const std::string& text) {
+  std::vector<Format> out;
+  if (text == "all") {
+    for (const FormatInfo& info : all_format_infos()) {
+      if (info.id != FormatId::kF32) out.emplace_back(info.id);
+    }
+    return out;
+  }
+  for (const std::string& item : list_items(text)) {
+    const Format f = Format::parse(item);
+    if (f.is_slot() || f.id() == FormatId::kF32) {
+      fail(ErrorCode::kInvalidArgument,
+           "--formats: '{}' is not a candidate (expected a quantized or 16-bit format)", item);
+    }
+    if (std::find(out.begin(), out.end(), f) != out.end()) {
+      fail(ErrorCode::kInvalidArgument, "--formats: '{}' is listed twice", item);
+    }
+    out.push_back(f);
+  }
+  if (out.empty()) fail(ErrorCode::kInvalidArgument, "--formats: no formats in '{}'", text);
   return out;
 }
 
@@ -404,8 +439,8 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   std::vector<KvPair> candidates = options.candidates;
   std::vector<bool> dkl_measured = options.dkl_measured;
   if (candidates.empty()) {
-    SideCandidates side =
-        catalog_side_candidates(c, options.settings, {.formats = {}, .all_dkl = options.all_dkl});
+    SideCandidates side = catalog_side_candidates(
+        c, options.settings, {.formats = options.formats, .all_dkl = options.all_dkl});
     for (const std::string& line : side.skipped) spdlog::info("candidates: left out {}", line);
     candidates = std::move(side.candidates);
     dkl_measured = std::move(side.dkl_measured);

@@ -43,7 +43,9 @@ struct ProfileOptions {
   // values independently, dKL measured on the anchors and estimated for the rest.
   std::vector<KvPair> candidates;
   std::vector<bool> dkl_measured;  // [candidate]; empty = every candidate's dKL is measured
-  bool all_dkl = false;            // the default catalogue with every side's dKL measured
+  // With no candidates: the formats of the side catalogue (empty = the default catalogue).
+  std::vector<Format> formats;
+  bool all_dkl = false;  // the default catalogue with every side's dKL measured
   QuantSettings settings;
   bool chunk_attends_quantized = true;  // see KvCacheOptions
   int kl_prompts = 8;                   // 0 = all prompts
@@ -65,6 +67,9 @@ std::vector<KvPair> kvtuner_candidates();
 // Parses "K8V4,KV4,q8_0/q4_0" (comma-separated KvPair names). Throws Error(kInvalidArgument) for an
 // unknown pair, a slot, a duplicate or an empty list.
 std::vector<KvPair> parse_candidates(const std::string& text);
+// --formats: comma-separated format names, or "all" (every format but f32). Throws
+// Error(kInvalidArgument) for an unknown, repeated or non-candidate format.
+std::vector<Format> parse_format_list(const std::string& text);
 
 // Indices of the dKL prompts among n (see above).
 std::vector<size_t> kl_prompt_indices(size_t n_prompts, int kl_prompts);

@@ -95,7 +95,7 @@ SideCandidates catalog_side_candidates(const ModelConfig& config, const QuantSet
   std::vector<Format> formats = options.formats;
   if (formats.empty()) {
     for (const FormatInfo& info : all_format_infos()) {
-      if (info.id != FormatId::kF32) formats.emplace_back(info.id);
+      if (info.default_candidate) formats.emplace_back(info.id);
     }
   }
   SideCandidates out;

@@ -10,10 +10,24 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 23u);
+  ASSERT_EQ(j["formats"].size(), 27u);
   for (const auto& f : j["formats"]) {
     if (f["name"] == "q4_0") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
+    }
+    // OCP MX: 4 blocks of 32 with one E8M0 byte each; NVFP4: 64 B of codes + 8 E4M3 scales.
+    if (f["name"] == "mxfp4") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 68);
+    }
+    if (f["name"] == "mxfp6_e2m3") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 100);
+    }
+    if (f["name"] == "mxfp8_e4m3") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 132);
+    }
+    if (f["name"] == "nvfp4") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
+      EXPECT_DOUBLE_EQ(f["overhead_bits"].get<double>(), 0.5);
     }
     // One token's share of per-channel groups: 128 channels x (16 B codes + 4 B) per 32 tokens.
     if (f["name"] == "int4_kivi") {

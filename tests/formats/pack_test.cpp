@@ -38,6 +38,17 @@ std::vector<float> random_row(size_t n, Distribution dist, uint32_t seed) {
   return row;
 }
 
+// An OCP MX element's worst error: x / 2^shared (shared = floor(log2 amax) - emax) rounded to a
+// float with `man_bits` mantissa bits and smallest normal exponent `emin` (half a step), or
+// saturated at `max_element`.
+double mx_error_bound(double amax, double x, int emax, int man_bits, int emin, double max_element) {
+  if (amax == 0) return 0;
+  const double scale = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(amax))) - emax);
+  const double v = std::fabs(x) / scale;
+  if (v > max_element) return (v - max_element) * scale;
+  return (v * std::ldexp(1.0, -man_bits - 1) + std::ldexp(1.0, emin - man_bits - 1)) * scale;
+}
+
 // Worst-case |x - dequant(x)| for one value, derived from each format's definition (not from the
 // implementation): half a quantization step plus the f16 rounding of scales and zero points.
 double error_bound(const Format& f, std::span<const float> group, float x, float fp8_scale) {
@@ -95,6 +106,18 @@ double error_bound(const Format& f, std::span<const float> group, float x, float
       return std::fabs(x) * std::ldexp(1.0, -4) + fp8_scale * std::ldexp(1.0, -10);
     case FormatId::kFp8E5M2:
       return std::fabs(x) * std::ldexp(1.0, -3) + fp8_scale * std::ldexp(1.0, -17);
+    case FormatId::kMxfp4:  // E2M1 (3 bits of magnitude) at 2^(floor(log2 amax) - 2), max 6
+      return mx_error_bound(amax, x, 2, 1, 0, 6.0) + margin;
+    case FormatId::kMxfp6E2M3:
+      return mx_error_bound(amax, x, 2, 3, 0, 7.5) + margin;
+    case FormatId::kMxfp8E4M3:
+      return mx_error_bound(amax, x, 8, 3, -6, 448.0) + margin;
+    case FormatId::kNvfp4: {
+      // Block scale sf ~ amax / 6 / tensor_scale within e4m3's 2^-4: x * 6 / amax lands within
+      // 6.4 on E2M1's grid (half step 0.25 |y| at most, saturation 0.4 at most).
+      const double unit = amax / 6.0 * (1.0 + std::ldexp(1.0, -4));
+      return 0.25 * std::fabs(x) + 0.65 * unit + margin;
+    }
     case FormatId::kSlot:
       break;
   }
@@ -120,7 +143,7 @@ TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
       float absmax = 0;
       for (float v : row) absmax = std::max(absmax, std::fabs(v));
       PackOptions opt{.group_size = c.group};
-      if (f.family() == FormatFamily::kFp8) opt.fp8_scale = fp8_scale_for_absmax(f, absmax);
+      if (f.has_tensor_scale()) opt.fp8_scale = fp8_scale_for_absmax(f, absmax);
 
       const size_t n_bytes = packed_row_bytes(f, row.size(), c.group);
       std::vector<uint8_t> packed(n_bytes, 0xAB), repacked(n_bytes, 0xCD);
@@ -168,7 +191,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Fixed-group ints ignore the plan's group (32 here): one group of 64 / 128, or the row.
         Case{"int8_g64", 128, 32}, Case{"int4_g64", 64, 32}, Case{"int4_g64", 100, 32},
         Case{"int4_g128", 128, 32}, Case{"int4_g128", 8, 32}, Case{"int2_g64", 128, 32},
-        Case{"int2_g128", 256, 32}, Case{"int8_g128", 64, 32}),
+        Case{"int2_g128", 256, 32}, Case{"int8_g128", 64, 32}, Case{"mxfp4", 32, 32},
+        Case{"mxfp4", 128, 32}, Case{"mxfp6_e2m3", 64, 32}, Case{"mxfp6_e2m3", 128, 32},
+        Case{"mxfp8_e4m3", 64, 32}, Case{"mxfp8_e4m3", 256, 32}, Case{"nvfp4", 16, 32},
+        Case{"nvfp4", 64, 32}, Case{"nvfp4", 128, 32}),
     [](const auto& info) {
       return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
              std::to_string(info.param.group);
@@ -192,8 +218,8 @@ TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {
 }
 
 TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
-  for (const char* name :
-       {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"}) {
+  for (const char* name : {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
+                           "mxfp4", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4"}) {
     const Format f = Format::parse(name);
     for (float value : {0.0f, 2.5f, -1.0f}) {
       std::vector<float> row(64, value), back(64, std::nanf(""));
@@ -202,7 +228,11 @@ TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
       unpack_row(f, bytes, back, {});
       for (float v : back) {
         ASSERT_TRUE(std::isfinite(v)) << name;
-        ASSERT_NEAR(v, value, std::fabs(value) * 1e-3 + 1e-6) << name << " constant " << value;
+        // Small-float elements hold 2.5 only to their grid (E2M1: 2 or 3 around it).
+        const double tolerance = f.family() == FormatFamily::kMicroscaled
+                                     ? 0.25 * std::fabs(value)
+                                     : std::fabs(value) * 1e-3 + 1e-6;
+        ASSERT_NEAR(v, value, tolerance) << name << " constant " << value;
       }
     }
   }

@@ -98,7 +98,7 @@ inline void check_pack_unpack(const PackCase& c, bool on_gpu) {
   std::vector<float> fp8_scales(static_cast<size_t>(H));
   for (int h = 0; h < H; ++h)
     fp8_scales[static_cast<size_t>(h)] = 0.01f * static_cast<float>(h + 1);
-  const bool fp8 = c.format.family() == FormatFamily::kFp8;
+  const bool fp8 = c.format.has_tensor_scale();
 
   PagedKvView view{nullptr, pool.table.data(), c.page_size, H, f.row_bytes, pool.pages_per_seq};
   const size_t pool_bytes = static_cast<size_t>(pool.n_pages() * view.page_bytes());
@@ -205,8 +205,8 @@ inline void check_decode(const DecodeCase& c, bool on_gpu) {
     k_scales[static_cast<size_t>(g)] = fp8_scale_for_absmax(Format(FormatId::kFp8E4M3), 9.0f);
     v_scales[static_cast<size_t>(g)] = 0.002f * static_cast<float>(g + 1);
   }
-  const bool k_fp8 = c.k_format.family() == FormatFamily::kFp8;
-  const bool v_fp8 = c.v_format.family() == FormatFamily::kFp8;
+  const bool k_fp8 = c.k_format.has_tensor_scale();
+  const bool v_fp8 = c.v_format.has_tensor_scale();
   // Dequantized K/V per sequence: [max_len, H * D].
   std::vector<std::vector<float>> k_vals(static_cast<size_t>(batch)),
       v_vals(static_cast<size_t>(batch));

@@ -2,6 +2,7 @@
 // input giving exit code 2 with one line naming the file or field.
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -40,6 +41,37 @@ class ProfileCommand : public ::testing::Test {
   std::string model_;
   fs::path dir_;
 };
+
+TEST_F(ProfileCommand, FormatsListSetsTheSideCatalogueAndLeavesOutBlocksTheRowsCannotHold) {
+  // stories260K's head_dim is 8: nvfp4's 16-value groups cannot pack its rows, so it is left out
+  // for keys and values; int4 and int8 are profiled for each side against exact f32, with the
+  // joint anchor pair KV4.
+  const std::string base =
+      "-q profile --model " + model_ + " --num-prompts 4 --max-tokens 32 --kl-prompts 2 ";
+  const test::RunResult r =
+      test::run_kvplan(base + "--formats int4,nvfp4,int8 -o " + path("f.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json p = nlohmann::json::parse(std::ifstream(path("f.json")));
+  std::set<std::string> candidates;
+  for (const auto& c : p["candidates"]) candidates.insert(c.get<std::string>());
+  EXPECT_EQ(candidates,
+            (std::set<std::string>{"int4/f32", "int8/f32", "f32/int4", "f32/int8", "KV4"}))
+      << p["candidates"].dump();
+
+  expect_bad_input(test::run_kvplan(base + "--formats int4,bogus -o " + path("g.json")), "bogus");
+  expect_bad_input(test::run_kvplan(base + "--formats int4,int4 -o " + path("g.json")),
+                   "listed twice");
+  expect_bad_input(test::run_kvplan(base + "--formats f32 -o " + path("g.json")), "f32");
+  expect_bad_input(test::run_kvplan(base + "--formats int4 --candidates KV8 -o " + path("g.json")),
+                   "--formats and --candidates");
+  // Found once the model is loaded, after the calibration's warnings.
+  const test::RunResult none = test::run_kvplan(base + "--formats nvfp4 -o " + path("g.json"));
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("no candidate format can pack this model's key rows (head_dim 8)"),
+            std::string::npos)
+      << none.err;
+  EXPECT_FALSE(fs::exists(path("g.json")));
+}
 
 TEST_F(ProfileCommand, ShardsMergeToTheUnshardedFile) {
   const auto whole = test::run_kvplan(common() + " -o " + path("whole.json") + " --json");

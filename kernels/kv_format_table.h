@@ -1,0 +1,204 @@
+// The KV format registry: every packed format kvplan knows, one line each, in the style of ggml's
+// type_traits. Everything else derives from this table: the FormatId enum and catalogue
+// (src/formats/format.h), the row geometry and the pack/unpack dispatch shared by the CPU and the
+// GPU kernels (kv_row_format.h), the byte sizes, `kvplan formats`, the default search catalogue and
+// the engines an export may name. Adding a format = one line here + its math in kv_format_math.h
+// (one case in kv_row_format.h's unit dispatch when it brings a new codec) + its tests.
+//
+// Plain C++ usable from device code: the table is an X-macro, expanded into a switch for lookups
+// (nvcc cannot read a host constexpr array from device code) and into arrays on the host.
+//
+//   kvplan::KvFormatTraits t = kvplan::kv_format_traits(kvplan::kFmtQ4_0);
+//   t.unit_values;  // 32 values per block, t.unit_bytes == 18
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kv_blocks.h"
+#include "kernels/kvplan_hd.h"
+
+namespace kvplan {
+
+enum class FormatFamily : uint8_t {
+  kPlain,        // f32 / f16 / bf16
+  kUniformInt,   // int8 / int4 / int2: asymmetric min/max groups, f16 scale + zero
+  kGgml,         // llama.cpp blocks of 32
+  kFp8,          // OCP FP8 with a per-(layer, head) f32 scale kept outside the row
+  kMicroscaled,  // small floats with a float scale per block (OCP MX, NVFP4)
+  kOpaqueSlot,   // bytes kvplan stores and moves but never interprets
+};
+
+// How a row of head_dim values splits into units packed independently of each other.
+enum class RowUnit : uint8_t {
+  kValue,     // unit_bytes bytes per value, kPlainUnitValues values per unit
+  kIntGroup,  // asymmetric int groups of unit_values values (0: the plan's group_size)
+  kBlock,     // blocks of unit_values values in unit_bytes bytes; rows must be whole blocks
+  // Blocks of unit_values values whose unit_bytes of codes fill the row's first part, followed
+  // by one scale byte per block (vLLM's NVFP4 row); rows must be whole blocks.
+  kSplitBlock,
+};
+
+// The math that packs one unit (kv_format_math.h): one entry per distinct algorithm.
+enum class Codec : uint8_t {
+  kNone,
+  kF32,
+  kF16,
+  kBF16,
+  kInt8,
+  kInt4,
+  kInt2,
+  kQ8_0,
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kIq4Nl,
+  kFp8E4M3,
+  kFp8E5M2,
+  kMxfp4,
+  kMxfp6E2M3,
+  kMxfp8E4M3,
+  kNvfp4,
+};
+
+// Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
+// has each engine's accepted values and their sources).
+inline constexpr uint32_t kEngineLlamaCpp = 1u << 0;    // -ctk/-ctv cache types
+inline constexpr uint32_t kEngineIkLlamaCpp = 1u << 1;  // ik_llama.cpp's cache types
+inline constexpr uint32_t kEngineVllm = 1u << 2;        // --kv-cache-dtype
+inline constexpr uint32_t kEngineTrtllm = 1u << 3;      // KvCacheConfig.dtype
+inline constexpr uint32_t kEngineModelopt = 1u << 4;    // kv_cache_quant_algo
+inline constexpr uint32_t kEngineLlamas = kEngineLlamaCpp | kEngineIkLlamaCpp;
+
+struct KvFormatTraits {
+  uint16_t id = 0;  // FormatId value, written into plans and stored objects
+  const char* name = "";
+  uint16_t version = 0;
+  FormatFamily family = FormatFamily::kOpaqueSlot;
+  int bits = 0;  // nominal bits per value
+  Codec codec = Codec::kNone;
+  RowUnit unit = RowUnit::kValue;
+  int unit_values = 0;  // kBlock: values per block; kIntGroup: fixed group (0 = the plan's)
+  int unit_bytes = 0;   // kBlock: bytes per block; kValue: bytes per value
+  // KIVI key formats pack each channel over group_size tokens with the row layout of this int
+  // format id; values refuse them. 0 for every other format.
+  uint16_t per_channel_layout = 0;
+  // > 0: the format stores x / s with an f32 scale s per (layer, KV head) kept outside the row,
+  // calibrated as s = absmax / tensor_scale_range (formats/fp8_scales.h).
+  float tensor_scale_range = 0.0f;
+  bool default_candidate = false;  // searched when the user names no formats
+  uint32_t engines = 0;            // kEngine* bits
+  const char* meaning = "";
+};
+
+// X(enum, id, name, version, family, bits, codec, unit, unit_values, unit_bytes,
+//   per_channel_layout, tensor_scale_range, default_candidate, engines, meaning)
+// Numeric ids are written into plans and stored objects: never renumber, only append.
+// clang-format off
+#define KVPLAN_KV_FORMATS(X)                                                                     \
+  X(F32, 1, "f32", 1, kPlain, 32, kF32, kValue, 1, 4, 0, 0.0f, false, kEngineLlamas,             \
+    "IEEE float32")                                                                              \
+  X(F16, 2, "f16", 1, kPlain, 16, kF16, kValue, 1, 2, 0, 0.0f, true,                             \
+    kEngineLlamas | kEngineVllm | kEngineTrtllm, "IEEE float16")                                 \
+  X(BF16, 3, "bf16", 1, kPlain, 16, kBF16, kValue, 1, 2, 0, 0.0f, true,                          \
+    kEngineLlamas | kEngineVllm | kEngineTrtllm, "bfloat16")                                     \
+  X(Int8, 16, "int8", 1, kUniformInt, 8, kInt8, kIntGroup, 0, 0, 0, 0.0f, true, 0,               \
+    "asymmetric 8-bit, f16 scale+zero per group")                                                \
+  X(Int4, 17, "int4", 1, kUniformInt, 4, kInt4, kIntGroup, 0, 0, 0, 0.0f, true, 0,               \
+    "asymmetric 4-bit, f16 scale+zero per group")                                                \
+  X(Int2, 18, "int2", 1, kUniformInt, 2, kInt2, kIntGroup, 0, 0, 0, 0.0f, true, 0,               \
+    "asymmetric 2-bit, f16 scale+zero per group")                                                \
+  X(Int8G64, 19, "int8_g64", 1, kUniformInt, 8, kInt8, kIntGroup, 64, 0, 0, 0.0f, true, 0,       \
+    "asymmetric 8-bit, f16 scale+zero per 64 values")                                            \
+  X(Int8G128, 20, "int8_g128", 1, kUniformInt, 8, kInt8, kIntGroup, 128, 0, 0, 0.0f, true, 0,    \
+    "asymmetric 8-bit, f16 scale+zero per 128 values")                                           \
+  X(Int4G64, 21, "int4_g64", 1, kUniformInt, 4, kInt4, kIntGroup, 64, 0, 0, 0.0f, true, 0,       \
+    "asymmetric 4-bit, f16 scale+zero per 64 values")                                            \
+  X(Int4G128, 22, "int4_g128", 1, kUniformInt, 4, kInt4, kIntGroup, 128, 0, 0, 0.0f, true, 0,    \
+    "asymmetric 4-bit, f16 scale+zero per 128 values")                                           \
+  X(Int2G64, 23, "int2_g64", 1, kUniformInt, 2, kInt2, kIntGroup, 64, 0, 0, 0.0f, true, 0,       \
+    "asymmetric 2-bit, f16 scale+zero per 64 values")                                            \
+  X(Int2G128, 24, "int2_g128", 1, kUniformInt, 2, kInt2, kIntGroup, 128, 0, 0, 0.0f, true, 0,    \
+    "asymmetric 2-bit, f16 scale+zero per 128 values")                                           \
+  X(Int8Kivi, 25, "int8_kivi", 1, kUniformInt, 8, kInt8, kIntGroup, 0, 0, 16, 0.0f, true, 0,     \
+    "keys only: int8 per channel over group_size tokens (KIVI), newest tokens bf16")             \
+  X(Int4Kivi, 26, "int4_kivi", 1, kUniformInt, 4, kInt4, kIntGroup, 0, 0, 17, 0.0f, true, 0,     \
+    "keys only: int4 per channel over group_size tokens (KIVI), newest tokens bf16")             \
+  X(Int2Kivi, 27, "int2_kivi", 1, kUniformInt, 2, kInt2, kIntGroup, 0, 0, 18, 0.0f, true, 0,     \
+    "keys only: int2 per channel over group_size tokens (KIVI), newest tokens bf16")             \
+  X(Q8_0, 32, "q8_0", 1, kGgml, 8, kQ8_0, kBlock, kGgmlBlock, sizeof(BlockQ8_0), 0, 0.0f,   \
+    true, kEngineLlamas, "llama.cpp q8_0 (symmetric 8-bit, f16 scale per 32)")                   \
+  X(Q4_0, 33, "q4_0", 1, kGgml, 4, kQ4_0, kBlock, kGgmlBlock, sizeof(BlockQ4_0), 0, 0.0f,   \
+    true, kEngineLlamas, "llama.cpp q4_0 (symmetric 4-bit, f16 scale per 32)")                   \
+  X(Q4_1, 34, "q4_1", 1, kGgml, 4, kQ4_1, kBlock, kGgmlBlock, sizeof(BlockQ4_1), 0, 0.0f,   \
+    true, kEngineLlamas, "llama.cpp q4_1 (4-bit, f16 scale+min per 32)")                         \
+  X(Q5_0, 35, "q5_0", 1, kGgml, 5, kQ5_0, kBlock, kGgmlBlock, sizeof(BlockQ5_0), 0, 0.0f,   \
+    true, kEngineLlamas, "llama.cpp q5_0 (symmetric 5-bit, f16 scale per 32)")                   \
+  X(Q5_1, 36, "q5_1", 1, kGgml, 5, kQ5_1, kBlock, kGgmlBlock, sizeof(BlockQ5_1), 0, 0.0f,   \
+    true, kEngineLlamas, "llama.cpp q5_1 (5-bit, f16 scale+min per 32)")                         \
+  X(Iq4Nl, 37, "iq4_nl", 1, kGgml, 4, kIq4Nl, kBlock, kGgmlBlock, sizeof(BlockIq4Nl), 0,    \
+    0.0f, true, kEngineLlamas, "llama.cpp iq4_nl (non-linear 4-bit codebook, f16 scale per 32)") \
+  X(Fp8E4M3, 48, "fp8_e4m3", 1, kFp8, 8, kFp8E4M3, kValue, 1, 1, 0, 448.0f, true,                \
+    kEngineVllm | kEngineTrtllm | kEngineModelopt, "OCP FP8 E4M3, f32 scale per (layer, head)")  \
+  X(Fp8E5M2, 49, "fp8_e5m2", 1, kFp8, 8, kFp8E5M2, kValue, 1, 1, 0, 57344.0f, true,              \
+    kEngineVllm, "OCP FP8 E5M2, f32 scale per (layer, head)")                                    \
+  X(Mxfp4, 80, "mxfp4", 1, kMicroscaled, 4, kMxfp4, kBlock, kMxBlock, sizeof(BlockMxfp4), 0,     \
+    0.0f, false, 0, "OCP MXFP4 as ggml stores it (E2M1 codes, E8M0 scale per 32)")               \
+  X(Mxfp6E2M3, 81, "mxfp6_e2m3", 1, kMicroscaled, 6, kMxfp6E2M3, kBlock, kMxBlock,               \
+    sizeof(BlockMxfp6), 0, 0.0f, false, 0, "OCP MXFP6 E2M3 (E8M0 scale per 32)")                 \
+  X(Mxfp8E4M3, 82, "mxfp8_e4m3", 1, kMicroscaled, 8, kMxfp8E4M3, kBlock, kMxBlock,               \
+    sizeof(BlockMxfp8), 0, 0.0f, false, 0, "OCP MXFP8 E4M3 (E8M0 scale per 32)")                 \
+  X(Nvfp4, 83, "nvfp4", 1, kMicroscaled, 4, kNvfp4, kSplitBlock, kNvfp4Group,                    \
+    kNvfp4GroupCodeBytes, 0,                                                                     \
+    2688.0f, false, kEngineVllm | kEngineTrtllm | kEngineModelopt,                               \
+    "NVFP4 (E2M1 codes, E4M3 scale per 16, f32 scale per (layer, head))")
+// clang-format on
+
+// FormatId values for code that cannot include src/formats/format.h (device code).
+#define KVPLAN_FORMAT_ID_CONSTANT(e, id, ...) inline constexpr uint16_t kFmt##e = id;
+KVPLAN_KV_FORMATS(KVPLAN_FORMAT_ID_CONSTANT)
+#undef KVPLAN_FORMAT_ID_CONSTANT
+
+#define KVPLAN_FORMAT_TRAITS(e, id, name, version, family, bits, codec, unit, unit_values,         \
+                             unit_bytes, layout, scale_range, default_candidate, engines, meaning) \
+  KvFormatTraits {                                                                                 \
+    id, name, version, FormatFamily::family, bits, Codec::codec, RowUnit::unit, unit_values,       \
+        static_cast<int>(unit_bytes), layout, scale_range, default_candidate, engines, meaning     \
+  }
+
+// The traits of format `id`; codec kNone (and id 0) when the id is unknown.
+KVPLAN_HD constexpr KvFormatTraits kv_format_traits(uint16_t id) {
+  switch (id) {
+#define KVPLAN_FORMAT_CASE(e, id, ...) \
+  case id:                             \
+    return KVPLAN_FORMAT_TRAITS(e, id, __VA_ARGS__);
+    KVPLAN_KV_FORMATS(KVPLAN_FORMAT_CASE)
+#undef KVPLAN_FORMAT_CASE
+    default:
+      return KvFormatTraits{};
+  }
+}
+
+// Every format, in table order (host code).
+#define KVPLAN_FORMAT_ENTRY(...) KVPLAN_FORMAT_TRAITS(__VA_ARGS__),
+inline constexpr KvFormatTraits kKvFormatTable[] = {KVPLAN_KV_FORMATS(KVPLAN_FORMAT_ENTRY)};
+#undef KVPLAN_FORMAT_ENTRY
+
+// The id whose row layout `id` packs with (a KIVI key format's int format; itself otherwise).
+KVPLAN_HD constexpr uint16_t row_layout_id(uint16_t id) {
+  const uint16_t layout = kv_format_traits(id).per_channel_layout;
+  return layout != 0 ? layout : id;
+}
+
+// Codecs that pack each value on its own (a row of them is one long unit).
+KVPLAN_HD constexpr bool per_value_codec(Codec c) {
+  return c == Codec::kF32 || c == Codec::kF16 || c == Codec::kBF16 || c == Codec::kFp8E4M3 ||
+         c == Codec::kFp8E5M2;
+}
+
+// Bits per code of the int codecs (0 for every other codec).
+KVPLAN_HD constexpr int int_codec_bits(Codec c) {
+  return c == Codec::kInt8 ? 8 : c == Codec::kInt4 ? 4 : c == Codec::kInt2 ? 2 : 0;
+}
+
+}  // namespace kvplan

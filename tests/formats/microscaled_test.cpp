@@ -1,0 +1,140 @@
+// OCP MX (MXFP4, MXFP6 E2M3, MXFP8 E4M3) and NVFP4 bytes worked out by hand from the formats'
+// definitions (kernels/kv_format_math.h cites them). MXFP4 is also checked against gguf-py's
+// quantizer in ggml_golden_test.cpp.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "formats/format_size.h"
+#include "formats/pack.h"
+#include "hex.h"
+
+namespace kvplan {
+namespace {
+
+using test::to_hex;
+
+std::string packed_hex(const char* name, const std::vector<float>& row, float tensor_scale = 1) {
+  const Format f = Format::parse(name);
+  std::vector<uint8_t> out(packed_row_bytes(f, row.size(), 32), 0xAB);
+  pack_row(f, row, out, {.fp8_scale = tensor_scale});
+  return to_hex(out);
+}
+
+std::vector<float> unpacked(const char* name, const std::string& hex, size_t n,
+                            float tensor_scale = 1) {
+  std::vector<uint8_t> bytes;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    bytes.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  std::vector<float> out(n, NAN);
+  unpack_row(Format::parse(name), bytes, out, {.fp8_scale = tensor_scale});
+  return out;
+}
+
+TEST(Mxfp4, ScaleFromAmaxAndGgmlFirstNearestCodes) {
+  // amax 7: e = floor(log2 7) - 2 + 127 = 127, d = 2^-1, so the codebook is E2M1 itself.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 6.0f;    // index 7
+  x[1] = 0.25f;   // 0 and 0.5 tie: the first (0) wins
+  x[2] = 0.75f;   // 0.5 and 1 tie: 0.5 (index 1), where round-to-even would take 1
+  x[3] = 2.5f;    // 2 (index 4)
+  x[4] = 5.0f;    // 4 (index 6)
+  x[5] = 7.0f;    // saturates to 6 (index 7)
+  x[6] = -1.5f;   // index 8 + 3
+  x[7] = -0.1f;   // nearest is +0 (index 0, never -0's index 8)
+  x[16] = -6.0f;  // index 15, high nibble of byte 0
+  x[17] = 1.0f;   // index 2
+  const std::string hex = packed_hex("mxfp4", x);
+  EXPECT_EQ(hex,
+            "7f"
+            "f7200104"
+            "06070b00"
+            "00000000"
+            "00000000");
+  const std::vector<float> y = unpacked("mxfp4", hex, 32);
+  const std::vector<float> expected_head = {6, 0, 0.5f, 2, 4, 6, -1.5f, 0};
+  for (size_t i = 0; i < expected_head.size(); ++i) EXPECT_EQ(y[i], expected_head[i]) << i;
+  EXPECT_EQ(y[16], -6.0f);
+  EXPECT_EQ(y[17], 1.0f);
+}
+
+TEST(Mxfp4, SharedExponentIsTheExactFloorOfLog2) {
+  // amax just below 4: floor(log2) is 1, so e = 126 (OCP's definition). ggml's C code takes
+  // floorf(log2f(amax)), and log2f rounds this amax up to 2.0, which would give 127.
+  std::vector<float> x(32, 0.0f);
+  x[0] = std::nextafter(4.0f, 0.0f);
+  EXPECT_EQ(packed_hex("mxfp4", x).substr(0, 4), "7e07");  // saturates to 6 * 2^-1 = 3
+  x[0] = 0.0f;
+  EXPECT_EQ(packed_hex("mxfp4", x).substr(0, 2), "00");  // an all-zero block stores e = 0
+}
+
+TEST(Mxfp8, E8m0ScaleAndSaturatingE4m3Elements) {
+  // amax 1.9: shared = floor(log2 1.9) - 8 = -8, byte 119; elements are x * 256.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 1.9f;                   // 486.4 saturates to 448: 0x7e
+  x[1] = 0.5f;                   // 128 = 2^7: exponent field 14, 0x70
+  x[2] = -0.25f;                 // -64: 0x80 | 13 << 3
+  x[3] = std::ldexp(1.0f, -20);  // 2^-12 is under half of E4M3's smallest subnormal 2^-9: 0
+  const std::string hex = packed_hex("mxfp8_e4m3", x);
+  EXPECT_EQ(hex.substr(0, 10), "777e70e800");
+  EXPECT_EQ(hex.size(), 66u);
+  const std::vector<float> y = unpacked("mxfp8_e4m3", hex, 32);
+  EXPECT_EQ(y[0], 448.0f / 256.0f);
+  EXPECT_EQ(y[1], 0.5f);
+  EXPECT_EQ(y[2], -0.25f);
+  EXPECT_EQ(y[3], 0.0f);
+}
+
+TEST(Mxfp6, E2m3CodesPackFourToThreeBytes) {
+  // amax 1.9: shared = 0 - 2 = -2, byte 125; elements are x * 4.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 1.9f;    // 7.6 saturates to 7.5: code 0b011111
+  x[1] = 0.5f;    // 2: exponent field 2, code 0b010000
+  x[2] = -0.25f;  // -1: exponent field 1 with the sign, code 0b101000
+  // Bit stream: 0x1f | 0x10 << 6 | 0x28 << 12 = 0x2841f.
+  const std::string hex = packed_hex("mxfp6_e2m3", x);
+  EXPECT_EQ(hex.substr(0, 8), "7d1f8402");
+  EXPECT_EQ(hex.size(), 50u);
+  const std::vector<float> y = unpacked("mxfp6_e2m3", hex, 32);
+  EXPECT_EQ(y[0], 7.5f / 4.0f);
+  EXPECT_EQ(y[1], 0.5f);
+  EXPECT_EQ(y[2], -0.25f);
+  EXPECT_EQ(y[3], 0.0f);
+}
+
+TEST(Nvfp4, CodesThenScalesWithRoundToEvenE2m1) {
+  // Tensor scale 1, amax 6: block scale e4m3(6 / 6) = 1 (0x38); codes are E2M1 of x itself.
+  const std::vector<float> g = {6,     0.25f, 0.75f, 2.5f, 5, 1.75f, 3.5f, -3,
+                                -0.5f, 1.25f, 0,     0,    0, 0,     0,    0};
+  // Ties go to the even code: 0.25 -> 0, 0.75 -> 1, 2.5 -> 2, 5 -> 4, 1.75 -> 2, 3.5 -> 4,
+  // 1.25 -> 1. Element 2i is the low nibble of byte i.
+  const std::string codes = "074246d629000000";
+  EXPECT_EQ(packed_hex("nvfp4", g), codes + "38");
+  const std::vector<float> y = unpacked("nvfp4", codes + "38", 16);
+  const std::vector<float> expected = {6, 0, 1, 2, 4, 2, 4, -3, -0.5f, 1, 0, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(y[i], expected[i]) << i;
+
+  // Two groups: every group's codes first, then one scale byte per group (vLLM's row).
+  std::vector<float> row = g;
+  for (const float v : g) row.push_back(v * 0.5f);  // block scale 0.5 (0x30), same codes
+  EXPECT_EQ(packed_hex("nvfp4", row), codes + codes + "38" + "30");
+
+  // A tensor scale of 2 moves into the block scale (global 1/2: e4m3(0.5) = 0x30); values are
+  // code x block scale x tensor scale.
+  EXPECT_EQ(packed_hex("nvfp4", g, 2.0f), codes + "30");
+  const std::vector<float> y2 = unpacked("nvfp4", codes + "30", 16, 2.0f);
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(y2[i], expected[i]) << i;
+}
+
+TEST(Nvfp4, RowsMustBeWholeGroupsOf16) {
+  EXPECT_EQ(packed_row_bytes(Format::parse("nvfp4"), 128, 32), 72u);
+  EXPECT_EQ(packed_row_bytes(Format::parse("nvfp4"), 16, 32), 9u);
+  EXPECT_THROW((void)packed_row_bytes(Format::parse("nvfp4"), 24, 32), Error);
+  EXPECT_THROW((void)packed_row_bytes(Format::parse("mxfp4"), 48, 32), Error);
+}
+
+}  // namespace
+}  // namespace kvplan
