@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "formats/format.h"
+#include "formats/format_size.h"
 #include "gpu/device_buffer.h"
 #include "gpu/gpu_error.h"
 #include "kernels/gpu_runtime.h"
@@ -64,17 +65,6 @@ std::vector<std::string> split_list(const std::string& text) {
     start = end + 1;
   }
   return out;
-}
-
-RowFormat row_format_of(const Format& f, int head_dim, int group) {
-  RowFormat r;
-  if (f.is_slot() || !make_row_format(static_cast<uint16_t>(f.id()), head_dim, group, &r)) {
-    fail(ErrorCode::kInvalidArgument,
-         "--formats: {} cannot pack rows of head_dim {} (group {}); ggml formats need multiples "
-         "of 32, rows up to {} values",
-         f.name(), head_dim, group, kMaxRowValues);
-  }
-  return r;
 }
 
 std::vector<uint16_t> random_f16(size_t n, uint32_t seed) {
@@ -229,7 +219,7 @@ double run_gpu(const BenchKernelOptions& o, const std::vector<Format>& formats,
       time_gpu(o.iters, [&] { check(gpu::copy_device_to_device(copy, input, in_bytes, nullptr)); });
   const double copy_gbps = gbps(2.0 * static_cast<double>(in_bytes), copy_s);
   for (const Format& fmt : formats) {
-    const RowFormat f = row_format_of(fmt, o.head_dim, o.group);
+    const RowFormat f = kernel_row_format(fmt, o.head_dim, o.group, "--formats");
     const size_t page_bytes = static_cast<size_t>(s.n_tokens_total) * o.kv_heads * f.row_bytes;
     const gpu::DeviceBuffer k_buf(page_bytes, "bench kernels: key pages");
     const gpu::DeviceBuffer v_buf(page_bytes, "bench kernels: value pages");
@@ -269,7 +259,7 @@ double run_cpu_reference(const BenchKernelOptions& o, const std::vector<Format>&
       time_cpu(o.iters, [&] { std::memcpy(copy.data(), input.data(), in_bytes); });
   const double copy_gbps = gbps(2.0 * static_cast<double>(in_bytes), copy_s);
   for (const Format& fmt : formats) {
-    const RowFormat f = row_format_of(fmt, o.head_dim, o.group);
+    const RowFormat f = kernel_row_format(fmt, o.head_dim, o.group, "--formats");
     const size_t page_bytes = static_cast<size_t>(s.n_tokens_total) * o.kv_heads * f.row_bytes;
     std::vector<uint8_t> k_pages(page_bytes), v_pages(page_bytes);
     const KernelArgs a =

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "kernels/kv_blocks.h"
 #include "kernels/kv_row_format.h"
@@ -61,6 +63,20 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
 
 size_t channel_group_bytes(Format format, size_t head_dim, size_t group_size) {
   return head_dim * packed_row_bytes(format, group_size, group_size);
+}
+
+RowFormat kernel_row_format(Format format, int head_dim, int group_size, std::string_view what) {
+  RowFormat row;
+  if (format.is_slot() ||
+      !make_row_format(static_cast<uint16_t>(format.id()), head_dim, group_size, &row)) {
+    const int block = format.info().block_values;
+    fail(ErrorCode::kInvalidArgument,
+         "{}: format {} cannot pack rows of head_dim {} (group {}) in the kernels; {}rows hold up "
+         "to {} values",
+         what, format.name(), head_dim, group_size,
+         block > 0 ? fmt::format("its blocks need a multiple of {}, ", block) : "", kMaxRowValues);
+  }
+  return row;
 }
 
 double effective_bits(Format format, size_t n_values, size_t group_size) {

@@ -9,7 +9,10 @@
 
 #include <cstddef>
 
+#include <string_view>
+
 #include "formats/format.h"
+#include "kernels/kv_row_format.h"
 
 namespace kvplan {
 
@@ -25,6 +28,11 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size);
 // Bytes of group_size tokens of one KV head's keys packed per channel (KIVI): head_dim rows of
 // group_size values each. Throws like packed_row_bytes.
 size_t channel_group_bytes(Format format, size_t head_dim, size_t group_size);
+
+// The kernels' geometry of a row (kernels/kv_row_format.h) for code that launches them. Throws
+// Error(kInvalidArgument) starting with `what` when the kernels cannot pack such rows: a slot, a
+// block format on a row that is not whole blocks, group 0, or a row over kMaxRowValues.
+RowFormat kernel_row_format(Format format, int head_dim, int group_size, std::string_view what);
 
 // 8 * bytes / values: bits per value including scales, zero points and block overhead.
 double effective_bits(Format format, size_t n_values, size_t group_size);

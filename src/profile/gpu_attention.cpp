@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "formats/format_size.h"
 #include "gpu/device_buffer.h"
 #include "gpu/gpu_error.h"
 #include "kernels/kv_kernels.h"
@@ -21,18 +22,6 @@ constexpr std::string_view kBufferWhat = "profile on the GPU: device buffer";
 // Every failure names the profiler, then the step ("profile on the GPU: upload Q: ...").
 void check(const gpu::Status& s, std::string_view step) {
   if (!s.ok()) check_gpu(s, fmt::format("profile on the GPU: {}", step));
-}
-
-RowFormat row_format_of(Format f, const QuantSettings& settings, int head_dim) {
-  RowFormat r;
-  if (!make_row_format(static_cast<uint16_t>(f.id()), head_dim,
-                       static_cast<int>(settings.group_size), &r)) {
-    fail(ErrorCode::kUnimplemented,
-         "profile on the GPU: format {} has no kernel row layout for "
-         "head_dim {} and group {}",
-         f.name(), head_dim, settings.group_size);
-  }
-  return r;
 }
 
 }  // namespace
@@ -70,8 +59,10 @@ GpuAttention::Result GpuAttention::attend(const RowMatrix& q, const RowMatrix& k
   const int H = shape.n_heads, G = shape.n_kv_heads, D = shape.head_dim;
   const size_t q_bytes = static_cast<size_t>(q.size()) * sizeof(float);
   const size_t kv_bytes = static_cast<size_t>(k.size()) * sizeof(float);
-  const RowFormat kf = row_format_of(key_format, settings, D);
-  const RowFormat vf = row_format_of(value_format, settings, D);
+  const RowFormat kf =
+      kernel_row_format(key_format, D, static_cast<int>(settings.group_size), "profile on the GPU");
+  const RowFormat vf = kernel_row_format(value_format, D, static_cast<int>(settings.group_size),
+                                         "profile on the GPU");
 
   void* d_q = b.q.reserve(q_bytes, kBufferWhat);
   void* d_k = b.k.reserve(kv_bytes, kBufferWhat);
