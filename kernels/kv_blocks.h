@@ -106,6 +106,10 @@ static_assert(sizeof(BlockMxfp8) == 33);
 // NVFP4 row as vLLM stores one (token, head): head_dim / 2 bytes of E2M1 codes (element 2i in the
 // low nibble of byte i, 2i + 1 in the high nibble), then head_dim / 16 E4M3 scales, one per 16
 // values. The codes of a 16-value group are 8 bytes; the scales follow every group's codes.
+// FP8 per (token, head) as vLLM's fp8_per_token_head stores it: head_dim E4M3 codes, then the row's
+// f32 scale (vLLM keeps the scales in a tensor of their own in the same page).
+inline constexpr int kRowScaleBytes = 4;
+
 inline constexpr int kNvfp4Group = 16;
 inline constexpr int kNvfp4GroupCodeBytes = 8;
 

@@ -511,4 +511,18 @@ KVPLAN_HD inline void dequantize_group_nvfp4(const uint8_t* codes, uint8_t scale
   }
 }
 
+// ---- FP8 per (token, head): vLLM's fp8_per_token_head ------------------------------------------
+// s = max(amax / 448, 1e-6), codes = E4M3(x * (1 / s)) saturating (vLLM clamps to +-448, then
+// casts with round-to-nearest-even), then s as f32 after the codes.
+KVPLAN_HD inline void quantize_row_fp8_per_token_head(const float* x, int n, uint8_t* out) {
+  const float s = fmaxf_hd(absmax(x, n) / kFp8E4m3Max, 1e-6f);
+  const float inv = 1.0f / s;
+  for (int i = 0; i < n; ++i) out[i] = f32_to_fp8_e4m3(x[i] * inv);
+  store_u32_le(out + n, f32_bits(s));
+}
+KVPLAN_HD inline void dequantize_row_fp8_per_token_head(const uint8_t* in, int n, float* y) {
+  const float s = f32_from_bits(load_u32_le(in + n));
+  for (int i = 0; i < n; ++i) y[i] = fp8_e4m3_to_f32(in[i]) * s;
+}
+
 }  // namespace kvplan

@@ -36,6 +36,8 @@ enum class RowUnit : uint8_t {
   // Blocks of unit_values values whose unit_bytes of codes fill the row's first part, followed
   // by one scale byte per block (vLLM's NVFP4 row); rows must be whole blocks.
   kSplitBlock,
+  // The whole row is one unit: unit_bytes per value, then an f32 scale (kRowScaleBytes).
+  kRow,
 };
 
 // The math that packs one unit (kv_format_math.h): one entry per distinct algorithm.
@@ -59,6 +61,7 @@ enum class Codec : uint8_t {
   kMxfp6E2M3,
   kMxfp8E4M3,
   kNvfp4,
+  kFp8E4M3PerTokenHead,
 };
 
 // Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
@@ -151,7 +154,9 @@ struct KvFormatTraits {
   X(Nvfp4, 83, "nvfp4", 1, kMicroscaled, 4, kNvfp4, kSplitBlock, kNvfp4Group,                    \
     kNvfp4GroupCodeBytes, 0,                                                                     \
     2688.0f, false, kEngineVllm | kEngineTrtllm | kEngineModelopt,                               \
-    "NVFP4 (E2M1 codes, E4M3 scale per 16, f32 scale per (layer, head))")
+    "NVFP4 (E2M1 codes, E4M3 scale per 16, f32 scale per (layer, head))")                       \
+  X(Fp8E4M3PerTokenHead, 84, "fp8_per_token_head", 1, kFp8, 8, kFp8E4M3PerTokenHead, kRow, 0, 1, \
+    0, 0.0f, false, kEngineVllm, "FP8 E4M3 with an f32 scale per (token, head), as vLLM's")
 // clang-format on
 
 // FormatId values for code that cannot include src/formats/format.h (device code).

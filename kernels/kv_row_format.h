@@ -92,6 +92,11 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
         f.row_bytes += row_values / t.unit_values;  // one scale byte per block
       }
       break;
+    case RowUnit::kRow:
+      f.unit_values = row_values;
+      f.unit_bytes = row_values * t.unit_bytes + kRowScaleBytes;
+      f.row_bytes = f.unit_bytes;
+      break;
   }
   f.n_units = (row_values + f.unit_values - 1) / f.unit_values;
   *out = f;
@@ -145,6 +150,8 @@ KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uin
     quantize_block_mxfp8_e4m3(in, out);
   } else if constexpr (kC == Codec::kNvfp4) {
     quantize_group_nvfp4(in, tensor_scale, out, scale);
+  } else if constexpr (kC == Codec::kFp8E4M3PerTokenHead) {
+    quantize_row_fp8_per_token_head(in, n, out);
   }
 }
 
@@ -191,6 +198,8 @@ KVPLAN_HD inline void dequantize_unit_as(const uint8_t* in, const uint8_t* scale
     dequantize_block_mxfp8_e4m3(in, out);
   } else if constexpr (kC == Codec::kNvfp4) {
     dequantize_group_nvfp4(in, *scale, tensor_scale, out);
+  } else if constexpr (kC == Codec::kFp8E4M3PerTokenHead) {
+    dequantize_row_fp8_per_token_head(in, n, out);
   }
 }
 
@@ -240,6 +249,8 @@ KVPLAN_HD inline void with_codec(Codec c, Fn&& fn) {
       return fn(CodecTag<Codec::kMxfp8E4M3>{});
     case Codec::kNvfp4:
       return fn(CodecTag<Codec::kNvfp4>{});
+    case Codec::kFp8E4M3PerTokenHead:
+      return fn(CodecTag<Codec::kFp8E4M3PerTokenHead>{});
     case Codec::kNone:
       return;  // make_row_format refused it
   }

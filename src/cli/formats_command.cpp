@@ -58,21 +58,21 @@ void run_formats(const FormatsOptions& o) {
     return;
   }
   std::printf("head_dim %d, int group %d\n\n", o.head_dim, o.group_size);
-  std::printf("%-11s %4s %4s %6s %10s %9s %9s  %s\n", "format", "id", "ver", "bits", "bytes/row",
+  std::printf("%-19s %4s %4s %6s %10s %9s %9s  %s\n", "format", "id", "ver", "bits", "bytes/row",
               "eff.bits", "overhead", "meaning");
   for (const nlohmann::json& r : rows) {
     if (r.contains("unsupported")) {
-      std::printf("%-11s %4d %4d %6d %10s %9s %9s  (%s)\n", r["name"].get<std::string>().c_str(),
+      std::printf("%-19s %4d %4d %6d %10s %9s %9s  (%s)\n", r["name"].get<std::string>().c_str(),
                   r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(), "-",
                   "-", "-", r["unsupported"].get<std::string>().c_str());
       continue;
     }
-    std::printf("%-11s %4d %4d %6d %10.6g %9.3f %9.3f  %s\n", r["name"].get<std::string>().c_str(),
+    std::printf("%-19s %4d %4d %6d %10.6g %9.3f %9.3f  %s\n", r["name"].get<std::string>().c_str(),
                 r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(),
                 r["bytes_per_row"].get<double>(), r["effective_bits"].get<double>(),
                 r["overhead_bits"].get<double>(), r["meaning"].get<std::string>().c_str());
   }
-  std::printf("%-11s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",
+  std::printf("%-19s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",
               "-", "opaque engine slot: N bytes per token per KV head for K and V together");
 }
 

@@ -10,7 +10,7 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 27u);
+  ASSERT_EQ(j["formats"].size(), 28u);
   for (const auto& f : j["formats"]) {
     if (f["name"] == "q4_0") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
@@ -23,6 +23,9 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 100);
     }
     if (f["name"] == "mxfp8_e4m3") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 132);
+    }
+    if (f["name"] == "fp8_per_token_head") {  // 128 codes + an f32 scale
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 132);
     }
     if (f["name"] == "nvfp4") {

@@ -1,7 +1,8 @@
-// OCP MX (MXFP4, MXFP6 E2M3, MXFP8 E4M3) and NVFP4 bytes worked out by hand from the formats'
-// definitions (kernels/kv_format_math.h cites them). MXFP4 is also checked against gguf-py's
-// quantizer in ggml_golden_test.cpp.
+// OCP MX (MXFP4, MXFP6 E2M3, MXFP8 E4M3), NVFP4 and vLLM's fp8_per_token_head bytes worked out by
+// hand from the formats' definitions (kernels/kv_format_math.h cites them). MXFP4 is also checked
+// against gguf-py's quantizer in ggml_golden_test.cpp.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -127,6 +128,22 @@ TEST(Nvfp4, CodesThenScalesWithRoundToEvenE2m1) {
   EXPECT_EQ(packed_hex("nvfp4", g, 2.0f), codes + "30");
   const std::vector<float> y2 = unpacked("nvfp4", codes + "30", 16, 2.0f);
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(y2[i], expected[i]) << i;
+}
+
+TEST(Fp8PerTokenHead, CodesThenTheRowsF32Scale) {
+  // amax 896: s = 896 / 448 = 2, codes are E4M3(x / 2): 448 -> 0x7e, -224 -> 0xf6 (exponent
+  // field 14, mantissa 6), 0.25 -> 0x28; then s = 2.0f little-endian.
+  EXPECT_EQ(packed_hex("fp8_per_token_head", {896, -448, 0.5f, 0}), "7ef6280000000040");
+  const std::vector<float> y = unpacked("fp8_per_token_head", "7ef6280000000040", 4);
+  EXPECT_EQ(y, (std::vector<float>{896, -448, 0.5f, 0}));
+  // An all-zero row keeps vLLM's floor: s = 1e-6.
+  const std::string zero = packed_hex("fp8_per_token_head", {0, 0, 0, 0});
+  float s = 1e-6f;
+  uint32_t bits;
+  std::memcpy(&bits, &s, sizeof bits);
+  EXPECT_EQ(zero, "00000000" +
+                      to_hex({static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8),
+                              static_cast<uint8_t>(bits >> 16), static_cast<uint8_t>(bits >> 24)}));
 }
 
 TEST(Nvfp4, RowsMustBeWholeGroupsOf16) {

@@ -118,6 +118,8 @@ double error_bound(const Format& f, std::span<const float> group, float x, float
       const double unit = amax / 6.0 * (1.0 + std::ldexp(1.0, -4));
       return 0.25 * std::fabs(x) + 0.65 * unit + margin;
     }
+    case FormatId::kFp8E4M3PerTokenHead:  // E4M3 at a scale of amax / 448 (saturation: none)
+      return std::fabs(x) * std::ldexp(1.0, -4) + amax / 448 * std::ldexp(1.0, -10) + margin;
     case FormatId::kSlot:
       break;
   }
@@ -194,7 +196,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"int2_g128", 256, 32}, Case{"int8_g128", 64, 32}, Case{"mxfp4", 32, 32},
         Case{"mxfp4", 128, 32}, Case{"mxfp6_e2m3", 64, 32}, Case{"mxfp6_e2m3", 128, 32},
         Case{"mxfp8_e4m3", 64, 32}, Case{"mxfp8_e4m3", 256, 32}, Case{"nvfp4", 16, 32},
-        Case{"nvfp4", 64, 32}, Case{"nvfp4", 128, 32}),
+        Case{"nvfp4", 64, 32}, Case{"nvfp4", 128, 32}, Case{"fp8_per_token_head", 8, 32},
+        Case{"fp8_per_token_head", 128, 32}, Case{"fp8_per_token_head", 100, 32}),
     [](const auto& info) {
       return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
              std::to_string(info.param.group);
@@ -219,7 +222,7 @@ TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {
 
 TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
   for (const char* name : {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
-                           "mxfp4", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4"}) {
+                           "mxfp4", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4", "fp8_per_token_head"}) {
     const Format f = Format::parse(name);
     for (float value : {0.0f, 2.5f, -1.0f}) {
       std::vector<float> row(64, value), back(64, std::nanf(""));
