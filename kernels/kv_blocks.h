@@ -110,6 +110,10 @@ static_assert(sizeof(BlockMxfp8) == 33);
 // f32 scale (vLLM keeps the scales in a tensor of their own in the same page).
 inline constexpr int kRowScaleBytes = 4;
 
+// Hadamard-rotated formats (q4_0_had, ...) store the blocks of the rotated row, so their bytes are
+// the inner format's; the rotation needs the whole row in registers, hence a bound.
+inline constexpr int kMaxRotatedRow = 512;
+
 inline constexpr int kNvfp4Group = 16;
 inline constexpr int kNvfp4GroupCodeBytes = 8;
 

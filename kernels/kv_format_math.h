@@ -525,4 +525,22 @@ KVPLAN_HD inline void dequantize_row_fp8_per_token_head(const uint8_t* in, int n
   for (int i = 0; i < n; ++i) y[i] = fp8_e4m3_to_f32(in[i]) * s;
 }
 
+// ---- Hadamard-rotated rows (q4_0_had, ...) --------------------------------------------------
+// The normalized Walsh-Hadamard transform of n values (n a power of two), in place: log2(n)
+// butterfly passes of (a + b, a - b), then a scale of 1/sqrt(n). It is orthonormal and its own
+// inverse, so dequantization applies it again. One fixed order of operations on CPU and GPU.
+KVPLAN_HD inline void hadamard_transform(float* x, int n) {
+  for (int half = 1; half < n; half *= 2) {
+    for (int start = 0; start < n; start += 2 * half) {
+      for (int i = start; i < start + half; ++i) {
+        const float a = x[i], b = x[i + half];
+        x[i] = a + b;
+        x[i + half] = a - b;
+      }
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(n));
+  for (int i = 0; i < n; ++i) x[i] *= scale;
+}
+
 }  // namespace kvplan

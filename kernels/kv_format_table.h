@@ -38,6 +38,10 @@ enum class RowUnit : uint8_t {
   kSplitBlock,
   // The whole row is one unit: unit_bytes per value, then an f32 scale (kRowScaleBytes).
   kRow,
+  // The row rotated by the normalized Walsh-Hadamard transform, then packed as blocks of
+  // unit_values values in unit_bytes bytes. The rotation mixes every value of the row, so the row
+  // is one unit; head_dim must be a power of two, whole blocks, at most kMaxRotatedRow values.
+  kRotatedBlocks,
 };
 
 // The math that packs one unit (kv_format_math.h): one entry per distinct algorithm.
@@ -62,6 +66,9 @@ enum class Codec : uint8_t {
   kMxfp8E4M3,
   kNvfp4,
   kFp8E4M3PerTokenHead,
+  kHadamardQ8_0,
+  kHadamardQ4_0,
+  kHadamardIq4Nl,
 };
 
 // Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
@@ -156,7 +163,13 @@ struct KvFormatTraits {
     2688.0f, false, kEngineVllm | kEngineTrtllm | kEngineModelopt,                               \
     "NVFP4 (E2M1 codes, E4M3 scale per 16, f32 scale per (layer, head))")                       \
   X(Fp8E4M3PerTokenHead, 84, "fp8_per_token_head", 1, kFp8, 8, kFp8E4M3PerTokenHead, kRow, 0, 1, \
-    0, 0.0f, false, kEngineVllm, "FP8 E4M3 with an f32 scale per (token, head), as vLLM's")
+    0, 0.0f, false, kEngineVllm, "FP8 E4M3 with an f32 scale per (token, head), as vLLM's")      \
+  X(Q8_0Had, 85, "q8_0_had", 1, kGgml, 8, kHadamardQ8_0, kRotatedBlocks, kGgmlBlock,             \
+    sizeof(BlockQ8_0), 0, 0.0f, false, 0, "q8_0 of the Hadamard-rotated row")                    \
+  X(Q4_0Had, 86, "q4_0_had", 1, kGgml, 4, kHadamardQ4_0, kRotatedBlocks, kGgmlBlock,             \
+    sizeof(BlockQ4_0), 0, 0.0f, false, 0, "q4_0 of the Hadamard-rotated row")                    \
+  X(Iq4NlHad, 87, "iq4_nl_had", 1, kGgml, 4, kHadamardIq4Nl, kRotatedBlocks, kGgmlBlock,         \
+    sizeof(BlockIq4Nl), 0, 0.0f, false, 0, "iq4_nl of the Hadamard-rotated row")
 // clang-format on
 
 // FormatId values for code that cannot include src/formats/format.h (device code).

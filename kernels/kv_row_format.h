@@ -97,6 +97,15 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
       f.unit_bytes = row_values * t.unit_bytes + kRowScaleBytes;
       f.row_bytes = f.unit_bytes;
       break;
+    case RowUnit::kRotatedBlocks:
+      if (row_values % t.unit_values != 0 || (row_values & (row_values - 1)) != 0 ||
+          row_values > kMaxRotatedRow) {
+        return false;
+      }
+      f.unit_values = row_values;
+      f.unit_bytes = row_values / t.unit_values * t.unit_bytes;
+      f.row_bytes = f.unit_bytes;
+      break;
   }
   f.n_units = (row_values + f.unit_values - 1) / f.unit_values;
   *out = f;
@@ -108,6 +117,13 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
 // that keep one (PackOptions::fp8_scale): FP8 stores x / tensor_scale, NVFP4 folds it into its
 // block scales; the others ignore it. The CPU (src/formats/pack.cpp) and the GPU kernels both call
 // these, so the bytes are identical.
+// The rotated formats: the normalized Hadamard transform of the row, packed as blocks of the
+// inner codec (defined below, after the codecs they call).
+template <Codec kInner, size_t kBlockBytes>
+KVPLAN_HD inline void quantize_rotated_row(const float* x, int n, uint8_t* out);
+template <Codec kInner, size_t kBlockBytes>
+KVPLAN_HD inline void dequantize_rotated_row(const uint8_t* in, int n, float* y);
+
 template <Codec kC>
 KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uint8_t* scale,
                                        float tensor_scale) {
@@ -152,6 +168,12 @@ KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uin
     quantize_group_nvfp4(in, tensor_scale, out, scale);
   } else if constexpr (kC == Codec::kFp8E4M3PerTokenHead) {
     quantize_row_fp8_per_token_head(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ8_0) {
+    quantize_rotated_row<Codec::kQ8_0, sizeof(BlockQ8_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ4_0) {
+    quantize_rotated_row<Codec::kQ4_0, sizeof(BlockQ4_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardIq4Nl) {
+    quantize_rotated_row<Codec::kIq4Nl, sizeof(BlockIq4Nl)>(in, n, out);
   }
 }
 
@@ -200,7 +222,31 @@ KVPLAN_HD inline void dequantize_unit_as(const uint8_t* in, const uint8_t* scale
     dequantize_group_nvfp4(in, *scale, tensor_scale, out);
   } else if constexpr (kC == Codec::kFp8E4M3PerTokenHead) {
     dequantize_row_fp8_per_token_head(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ8_0) {
+    dequantize_rotated_row<Codec::kQ8_0, sizeof(BlockQ8_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ4_0) {
+    dequantize_rotated_row<Codec::kQ4_0, sizeof(BlockQ4_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardIq4Nl) {
+    dequantize_rotated_row<Codec::kIq4Nl, sizeof(BlockIq4Nl)>(in, n, out);
   }
+}
+
+template <Codec kInner, size_t kBlockBytes>
+KVPLAN_HD inline void quantize_rotated_row(const float* x, int n, uint8_t* out) {
+  float rotated[kMaxRotatedRow];
+  for (int i = 0; i < n; ++i) rotated[i] = x[i];
+  hadamard_transform(rotated, n);
+  for (int b = 0; b < n / kGgmlBlock; ++b) {
+    quantize_unit_as<kInner>(rotated + b * kGgmlBlock, kGgmlBlock, out + b * kBlockBytes, nullptr,
+                             1.0f);
+  }
+}
+template <Codec kInner, size_t kBlockBytes>
+KVPLAN_HD inline void dequantize_rotated_row(const uint8_t* in, int n, float* y) {
+  for (int b = 0; b < n / kGgmlBlock; ++b) {
+    dequantize_unit_as<kInner>(in + b * kBlockBytes, nullptr, kGgmlBlock, y + b * kGgmlBlock, 1.0f);
+  }
+  hadamard_transform(y, n);
 }
 
 template <Codec kC>
@@ -251,6 +297,12 @@ KVPLAN_HD inline void with_codec(Codec c, Fn&& fn) {
       return fn(CodecTag<Codec::kNvfp4>{});
     case Codec::kFp8E4M3PerTokenHead:
       return fn(CodecTag<Codec::kFp8E4M3PerTokenHead>{});
+    case Codec::kHadamardQ8_0:
+      return fn(CodecTag<Codec::kHadamardQ8_0>{});
+    case Codec::kHadamardQ4_0:
+      return fn(CodecTag<Codec::kHadamardQ4_0>{});
+    case Codec::kHadamardIq4Nl:
+      return fn(CodecTag<Codec::kHadamardIq4Nl>{});
     case Codec::kNone:
       return;  // make_row_format refused it
   }

@@ -10,7 +10,8 @@ namespace kvplan {
 namespace {
 
 constexpr FormatInfo info_of(const KvFormatTraits& t) {
-  const bool blocks = t.unit == RowUnit::kBlock || t.unit == RowUnit::kSplitBlock;
+  const bool blocks = t.unit == RowUnit::kBlock || t.unit == RowUnit::kSplitBlock ||
+                      t.unit == RowUnit::kRotatedBlocks;
   // A split block's scale byte sits after the row's codes but belongs to the block.
   const int block_bytes = t.unit == RowUnit::kSplitBlock ? t.unit_bytes + 1 : t.unit_bytes;
   return {static_cast<FormatId>(t.id),
@@ -24,6 +25,7 @@ constexpr FormatInfo info_of(const KvFormatTraits& t) {
           t.meaning,
           t.per_channel_layout != 0,
           t.tensor_scale_range,
+          t.unit == RowUnit::kRotatedBlocks,
           t.default_candidate,
           t.engines,
           t.codec};

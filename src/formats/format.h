@@ -43,6 +43,7 @@ struct FormatInfo {
   // > 0: an f32 scale per (layer, KV head) kept outside the row, calibrated as
   // absmax / tensor_scale_range (FP8: the largest finite value; NVFP4: 6 x 448).
   float tensor_scale_range = 0.0f;
+  bool rotated = false;  // packs the Hadamard-rotated row (head_dim a power of two, <= 512)
   bool default_candidate = false;  // searched when no --formats are given
   uint32_t engines = 0;            // kEngine* bits (kernels/kv_format_table.h)
   Codec codec = Codec::kNone;

@@ -10,7 +10,7 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 28u);
+  ASSERT_EQ(j["formats"].size(), 31u);
   for (const auto& f : j["formats"]) {
     if (f["name"] == "q4_0") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);

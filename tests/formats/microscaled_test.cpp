@@ -146,6 +146,23 @@ TEST(Fp8PerTokenHead, CodesThenTheRowsF32Scale) {
                               static_cast<uint8_t>(bits >> 16), static_cast<uint8_t>(bits >> 24)}));
 }
 
+TEST(HadamardRotated, AUnitVectorSpreadsEvenlyOverTheRow) {
+  // The normalized Hadamard transform of e_0 over 32 values is 1/sqrt(32) everywhere, so q8_0 of
+  // it is d = (1/sqrt(32)) / 127 (f16 0x15b4) and every code 127.
+  std::vector<float> e0(32, 0.0f);
+  e0[0] = 1.0f;
+  std::string codes;
+  for (int i = 0; i < 32; ++i) codes += "7f";
+  EXPECT_EQ(packed_hex("q8_0_had", e0), "b415" + codes);
+  // Unpacking rotates back: e_0 again, within q8_0's error of the spread values.
+  const std::vector<float> y = unpacked("q8_0_had", packed_hex("q8_0_had", e0), 32);
+  EXPECT_NEAR(y[0], 1.0f, 1e-3);
+  for (size_t i = 1; i < y.size(); ++i) EXPECT_NEAR(y[i], 0.0f, 1e-3) << i;
+  // Rows must be a power of two.
+  EXPECT_THROW((void)packed_row_bytes(Format::parse("q4_0_had"), 96, 32), Error);
+  EXPECT_EQ(packed_row_bytes(Format::parse("q4_0_had"), 128, 32), 72u);
+}
+
 TEST(Nvfp4, RowsMustBeWholeGroupsOf16) {
   EXPECT_EQ(packed_row_bytes(Format::parse("nvfp4"), 128, 32), 72u);
   EXPECT_EQ(packed_row_bytes(Format::parse("nvfp4"), 16, 32), 9u);

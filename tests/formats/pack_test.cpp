@@ -51,7 +51,8 @@ double mx_error_bound(double amax, double x, int emax, int man_bits, int emin, d
 
 // Worst-case |x - dequant(x)| for one value, derived from each format's definition (not from the
 // implementation): half a quantization step plus the f16 rounding of scales and zero points.
-double error_bound(const Format& f, std::span<const float> group, float x, float fp8_scale) {
+double error_bound(const Format& f, std::span<const float> row, std::span<const float> group,
+                   float x, float fp8_scale) {
   const double u16 = std::ldexp(1.0, -11);    // f16 relative rounding of normal values
   const double sub16 = std::ldexp(1.0, -25);  // f16 absolute rounding of subnormal values
   double lo = group[0], hi = group[0], amax = 0;
@@ -120,6 +121,18 @@ double error_bound(const Format& f, std::span<const float> group, float x, float
     }
     case FormatId::kFp8E4M3PerTokenHead:  // E4M3 at a scale of amax / 448 (saturation: none)
       return std::fabs(x) * std::ldexp(1.0, -4) + amax / 448 * std::ldexp(1.0, -10) + margin;
+    case FormatId::kQ8_0Had:
+    case FormatId::kQ4_0Had:
+    case FormatId::kIq4NlHad: {
+      // The rotation is orthonormal: one value's error is at most the row's L2 error, and each
+      // rotated value is at most ||x||, with the inner format's error per unit of its block max.
+      double norm = 0;
+      for (float v : row) norm += static_cast<double>(v) * v;
+      const double per_max = f.id() == FormatId::kQ8_0Had   ? 1.0 / 127
+                             : f.id() == FormatId::kQ4_0Had ? 0.13
+                                                            : 0.2;
+      return std::sqrt(static_cast<double>(row.size())) * std::sqrt(norm) * per_max + margin;
+    }
     case FormatId::kSlot:
       break;
   }
@@ -158,7 +171,7 @@ TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
         ASSERT_FALSE(std::isnan(restored[i])) << c.format << " value " << i << " not written";
         const size_t g0 = i / group * group;
         const std::span<const float> g(row.data() + g0, std::min(group, row.size() - g0));
-        const double bound = error_bound(f, g, row[i], opt.fp8_scale);
+        const double bound = error_bound(f, row, g, row[i], opt.fp8_scale);
         ASSERT_LE(std::fabs(static_cast<double>(row[i]) - restored[i]), bound)
             << c.format << " d=" << c.head_dim << " g=" << c.group << " i=" << i << " x=" << row[i]
             << " y=" << restored[i];
@@ -166,12 +179,16 @@ TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
       // Codes are exact on re-pack: packing the dequantized row reproduces the bytes.
       // (iq4_nl re-fits a least-squares scale, so only its values are checked for stability.)
       pack_row(f, restored, repacked, opt);
-      if (f.id() != FormatId::kIq4Nl) {
+      if (f.id() != FormatId::kIq4Nl && f.id() != FormatId::kIq4NlHad) {
         ASSERT_EQ(packed, repacked) << c.format << " d=" << c.head_dim << " seed " << seed;
       } else {
         unpack_row(f, repacked, restored2, opt);
         for (size_t i = 0; i < row.size(); ++i) {
-          ASSERT_LE(std::fabs(restored2[i] - restored[i]), 0.2 * absmax + 1e-12);
+          // iq4_nl_had: the rotated row's iq4_nl error once more.
+          const double bound = f.id() == FormatId::kIq4Nl
+                                   ? 0.2 * absmax + 1e-12
+                                   : error_bound(f, restored, restored, restored[i], opt.fp8_scale);
+          ASSERT_LE(std::fabs(restored2[i] - restored[i]), bound);
         }
       }
     }
@@ -197,7 +214,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"mxfp4", 128, 32}, Case{"mxfp6_e2m3", 64, 32}, Case{"mxfp6_e2m3", 128, 32},
         Case{"mxfp8_e4m3", 64, 32}, Case{"mxfp8_e4m3", 256, 32}, Case{"nvfp4", 16, 32},
         Case{"nvfp4", 64, 32}, Case{"nvfp4", 128, 32}, Case{"fp8_per_token_head", 8, 32},
-        Case{"fp8_per_token_head", 128, 32}, Case{"fp8_per_token_head", 100, 32}),
+        Case{"fp8_per_token_head", 128, 32}, Case{"fp8_per_token_head", 100, 32},
+        Case{"q8_0_had", 64, 32}, Case{"q4_0_had", 32, 32}, Case{"q4_0_had", 128, 32},
+        Case{"q4_0_had", 256, 32}, Case{"iq4_nl_had", 128, 32}),
     [](const auto& info) {
       return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
              std::to_string(info.param.group);
@@ -222,7 +241,8 @@ TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {
 
 TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
   for (const char* name : {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
-                           "mxfp4", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4", "fp8_per_token_head"}) {
+                           "mxfp4", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4", "fp8_per_token_head",
+                           "q8_0_had", "q4_0_had", "iq4_nl_had"}) {
     const Format f = Format::parse(name);
     for (float value : {0.0f, 2.5f, -1.0f}) {
       std::vector<float> row(64, value), back(64, std::nanf(""));
@@ -231,8 +251,10 @@ TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
       unpack_row(f, bytes, back, {});
       for (float v : back) {
         ASSERT_TRUE(std::isfinite(v)) << name;
-        // Small-float elements hold 2.5 only to their grid (E2M1: 2 or 3 around it).
-        const double tolerance = f.family() == FormatFamily::kMicroscaled
+        // Small-float elements hold 2.5 only to their grid (E2M1: 2 or 3 around it); iq4_nl has
+        // no zero, so a rotated constant row's zeros come back as its smallest entry.
+        const double tolerance = f.info().rotated ? error_bound(f, row, row, value, 1.0f)
+                                 : f.family() == FormatFamily::kMicroscaled
                                      ? 0.25 * std::fabs(value)
                                      : std::fabs(value) * 1e-3 + 1e-6;
         ASSERT_NEAR(v, value, tolerance) << name << " constant " << value;
