@@ -11,6 +11,7 @@
 #include "core/hash.h"
 #include "plan/memory_estimate.h"
 #include "profile/profile_hash.h"
+#include "search/engine_space.h"
 #include "search/exact_front.h"
 #include "search/paired_stats.h"
 #include "search/pareto.h"
@@ -33,26 +34,6 @@ std::vector<std::string> pair_names(const std::vector<KvPair>& pairs) {
   std::vector<std::string> names;
   for (const KvPair& p : pairs) names.push_back(p.name());
   return names;
-}
-
-SearchSpace per_layer_space(const std::vector<LayerCandidates>& pruned,
-                            const TuneOptions& options) {
-  SearchSpace space;
-  space.layers = pruned;
-  for (const LayerCandidates& l : pruned) {
-    LayerGroup g{{l.layer}, {}};
-    for (const LayerCandidate& c : l.candidates) g.choices.push_back(c.pair);
-    space.groups.push_back(std::move(g));
-  }
-  space.measure = options.measure;
-  space.budget = options.budget;
-  return space;
-}
-
-double best_error_within_budget(const SearchSpace& space) {
-  const ExactFront f = exact_front(space, SearchTable::build(space));
-  return f.points.empty() ? std::numeric_limits<double>::infinity()
-                          : f.points.back().predicted_error;
 }
 
 // Fraction of the exact front's points an NSGA-II run without seeds gets within 0.5 % of (error)
@@ -102,11 +83,13 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
       for (LayerCandidate& c : all[l].candidates) c.bytes_per_token *= options.layer_token_share[l];
     }
   }
-  std::vector<LayerCandidates> pruned;
-  for (const LayerCandidates& l : all) {
-    pruned.push_back({l.layer, pareto_front(l.candidates, options.measure)});
+  const EngineSpec& engine = engine_spec(options.engine);
+  EngineSpace engine_space = engine_search_space(all, engine, options.measure, options.budget);
+  SearchSpace space = std::move(engine_space.space);
+  if (engine.id != EngineId::kKvplan) {
+    spdlog::info("--engine {}: {} ({} structures priced)", engine.name, engine_space.structure,
+                 engine_space.structures_priced);
   }
-  SearchSpace space = per_layer_space(pruned, options);
   {
     const double floor = minimum_memory(space, SearchTable::build(space));
     if (floor > options.budget * (1 + 1e-12)) {
@@ -120,9 +103,9 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
 
   // Layer clustering, priced against the exact per-layer front at the budget.
   out.groups = space.groups;
-  if (options.cluster != ClusterMode::kOff) {
+  if (options.cluster != ClusterMode::kOff && engine_space.may_cluster) {
     SearchSpace grouped = space;
-    grouped.groups = group_layers(pruned, options.dbscan);
+    grouped.groups = group_layers(space.layers, options.dbscan);
     const double exact = best_error_within_budget(space);
     const double clustered = best_error_within_budget(grouped);
     const double cost = exact > 0 ? clustered / exact - 1 : 0;
@@ -155,6 +138,7 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   for (const UniformConfig& u : uniforms) {
     if (static_cast<int>(extra.size()) == options.uniform_validations) break;
     if (memory_of_uniform(u) > options.budget * (1 + 1e-12)) continue;
+    if (!engine_stores(engine, u.pair)) continue;
     extra.push_back({"uniform " + u.pair.name(), std::vector<KvPair>(all.size(), u.pair),
                      memory_of_uniform(u), u.layer_errors});
   }
@@ -344,6 +328,10 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   pv.nsga2_front_points = out.loop.nsga.front.size();
   pv.unseeded_nsga2_coverage_of_exact_front = out.nsga_exact_coverage;
   pv.clustering = out.cluster_note.empty() ? "off" : out.cluster_note;
+  if (engine.id != EngineId::kKvplan) {
+    pv.engine = engine.name;
+    pv.engine_structure = engine_space.structure;
+  }
   pv.dbscan_eps = options.dbscan.eps;
   pv.dbscan_min_samples = options.dbscan.min_samples;
   for (const LayerGroup& g : out.groups) pv.groups.push_back(g.layers);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/engine.h"
 #include "plan/plan.h"
 #include "profile/profile_data.h"
 #include "search/held_out_kl.h"
@@ -35,6 +36,8 @@ struct TuneOptions {
   // below 1 on sliding-window layers); empty = every layer holds every token. Scales each layer's
   // bytes per token, so that a budget of GPU memory at one context counts what the cache holds.
   std::vector<double> layer_token_share;
+  // The serving engine the plan must run on: its formats and its layer structure only.
+  EngineId engine = EngineId::kKvplan;
   ClusterMode cluster = ClusterMode::kAuto;
   DbscanOptions dbscan;
   Nsga2Options search;

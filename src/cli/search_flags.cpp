@@ -7,6 +7,7 @@
 
 #include "cli/cli_util.h"
 #include "core/error.h"
+#include "plan/engine.h"
 
 namespace kvplan::cli {
 
@@ -26,6 +27,10 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
   cmd->add_option("--metric", f.metric, "Sensitivity the surrogate adds up: dkl or e_o");
   cmd->add_option("--memory", f.memory,
                   "Memory objective without a budget: bytes (default) or bits (nominal)");
+  cmd->add_option("--engine", f.engine,
+                  "Search only what this serving engine can run, its formats and its per-layer "
+                  "structure: " +
+                      engine_names() + " (default kvplan: any format on any layer)");
   cmd->add_option("--cluster", f.cluster,
                   "DBSCAN layer groups: auto (used only when they cost < 1 % against the exact "
                   "front), on or off");
@@ -144,6 +149,8 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f,
   } else {
     o.budget_description = "none";
   }
+  o.engine = parse_engine(f.engine);
+  require_packable(engine_spec(o.engine));
   if (f.cluster == "auto") {
     o.cluster = search::ClusterMode::kAuto;
   } else if (f.cluster == "on") {

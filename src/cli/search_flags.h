@@ -20,6 +20,7 @@ struct SearchFlags {
   int64_t sequences = 1;
   std::string metric = "dkl";
   std::string memory = "bytes";
+  std::string engine = "kvplan";
   std::string cluster = "auto";
   double eps = 0.05;
   int min_samples = 2;

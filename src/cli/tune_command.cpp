@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
+#include "plan/engine.h"
 #include "plan/memory_estimate.h"
 #include "profile/profiler.h"
 #include "profile/progress.h"
@@ -52,7 +53,14 @@ void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const Model
 void run_tune(const TuneCommandOptions& o) {
   ProfileOptions opt = profile_options_from_flags(o.profile);
   // Bad search flags are refused before the long profile.
-  (void)tune_options_from_flags(o.flags);
+  const EngineSpec& engine = engine_spec(tune_options_from_flags(o.flags).engine);
+  if (engine.id != EngineId::kKvplan && opt.formats.empty() && opt.candidates.empty()) {
+    // Profile what the engine stores; f32 is the exact side of every profile already.
+    for (const Format& f : engine_formats(engine)) {
+      if (f.id() != FormatId::kF32) opt.formats.push_back(f);
+    }
+    spdlog::info("--engine {}: profiling its formats {}", engine.name, engine_format_list(engine));
+  }
 
   const ProfileInputs in = load_profile_inputs(o.model, o.profile);
   const search::TuneOptions search_options =

@@ -67,6 +67,10 @@ PlanExport export_kvtuner_yaml(const Plan& plan) {
            l.index, l.pair.name());
     }
     layers_yaml += fmt::format("{}:\n  nbits_key: {}\n  nbits_value: {}\n", l.index, kb, vb);
+    // What KVTuner runs, in kvplan's int formats of the plan's group (its quantizer rounds
+    // differently: the plan-wide "quantizer" loss below).
+    e.runs.push_back({Format::parse(fmt::format("int{}{}", kb, kivi ? "_kivi" : "")),
+                      Format::parse(fmt::format("int{}", vb))});
     for (const auto& [side, f] : {std::pair{"key", l.pair.key}, std::pair{"value", l.pair.value}}) {
       if (f.family() == FormatFamily::kPlain) {
         e.losses.push_back(

@@ -1,6 +1,7 @@
 // vLLM's KV cache configuration for a plan. vLLM takes one --kv-cache-dtype for K and V of every
 // layer ("auto" = the model's dtype, "fp8_e4m3", "fp8_e5m2", ...) and a list of layers kept at the
 // model's dtype (--kv-cache-dtype-skip-layers 0 1 23, vLLM docs "Quantized KV Cache").
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "plan/engine.h"
 #include "plan/exporters.h"
 #include "plan/memory_estimate.h"
 
@@ -29,29 +31,38 @@ std::string layer_list(const std::vector<int>& layers, const char* separator) {
 
 PlanExport export_vllm(const Plan& plan) {
   PlanExport e;
-  const Format e4m3(FormatId::kFp8E4M3), e5m2(FormatId::kFp8E5M2);
+  const EngineSpec& vllm = engine_spec(EngineId::kVllm);
   // A layer is one dtype for K and V: a layer with a 16-bit side is skipped whole (kept at the
   // model's dtype) rather than quantizing the side the search left unquantized.
   std::vector<bool> skipped;
-  int n_e4m3 = 0, n_e5m2 = 0;
+  std::map<FormatId, int> sides;  // vLLM's quantized dtypes among the quantized layers' sides
   for (const PlanLayer& l : plan.layers) {
     skipped.push_back(is_16_bit_or_wider(l.pair.key) || is_16_bit_or_wider(l.pair.value));
     if (skipped.back()) continue;
     for (const Format& f : {l.pair.key, l.pair.value}) {
-      n_e4m3 += f == e4m3;
-      n_e5m2 += f == e5m2;
+      if (engine_stores(vllm, f)) ++sides[f.id()];
     }
   }
-  // One fp8 variant for every quantized layer: the one more of the plan's fp8 sides use; on a tie
-  // e4m3, vLLM's "fp8" and the variant with more mantissa bits.
-  const Format fp8 = n_e5m2 > n_e4m3 ? e5m2 : e4m3;
+  // One dtype for every quantized layer: the one most of the plan's quantized sides use (the
+  // first in catalogue order on a tie, so fp8_e4m3, vLLM's "fp8", before fp8_e5m2); without any,
+  // fp8_e4m3.
+  Format fp8(FormatId::kFp8E4M3);
+  int most = 0;
+  for (const Format& f : engine_formats(vllm)) {
+    const auto it = sides.find(f.id());
+    if (it != sides.end() && it->second > most) fp8 = f, most = it->second;
+  }
+  std::string counts;
+  for (const auto& [id, n] : sides) {
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, Format(id).name());
+  }
   const std::string fp8_reason = fmt::format(
-      "vLLM takes one fp8 dtype for every quantized layer; the plan's quantized "
-      "layers hold {} fp8_e4m3 and {} fp8_e5m2 K/V sides",
-      n_e4m3, n_e5m2);
+      "vLLM takes one dtype for every quantized layer; the plan's quantized layers hold {} K/V "
+      "sides",
+      counts.empty() ? "no vLLM" : counts);
 
   std::vector<int> skip;
-  std::vector<KvPair> exported;  // what vLLM stores, for the memory comparison
+  std::vector<KvPair>& exported = e.runs;  // what vLLM stores
   bool any_fp8 = false, any_other = false;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const PlanLayer& l = plan.layers[i];
@@ -73,7 +84,7 @@ PlanExport export_vllm(const Plan& plan) {
     exported.push_back(KvPair::uniform(fp8));
     for (const auto& [side, f, scales] : {std::tuple{"key", p.key, &l.fp8_scales.key},
                                           std::tuple{"value", p.value, &l.fp8_scales.value}}) {
-      if (f.family() == FormatFamily::kFp8 && !scales->empty()) {
+      if (f.has_tensor_scale() && !scales->empty()) {
         e.losses.push_back(
             {l.index, std::string(side) + " fp8 scales",
              fmt::format("{} calibrated per-KV-head scales", scales->size()),
@@ -82,23 +93,20 @@ PlanExport export_vllm(const Plan& plan) {
              "llm-compressor); its flags cannot carry the plan's"});
       }
       if (f == fp8) continue;
-      if (f.family() == FormatFamily::kFp8) {
+      if (engine_stores(vllm, f)) {
         e.losses.push_back({l.index, side, f.name(), fp8.name(), fp8_reason});
       } else {
         any_other = true;
-        e.losses.push_back({l.index, side, f.name(), fp8.name(),
-                            (f.info().engines & kEngineVllm) != 0
-                                ? f.name() + " is a vLLM KV cache dtype, but vLLM takes one "
-                                             "quantized dtype for every layer"
-                                : f.name() + " is not a vLLM KV cache dtype"});
+        e.losses.push_back(
+            {l.index, side, f.name(), fp8.name(), f.name() + " is not a vLLM KV cache dtype"});
       }
     }
   }
   if (any_other) {
-    e.notes.push_back(
-        "vLLM's KV cache dtypes here are auto (the model's 16-bit dtype) and fp8 (e4m3/e5m2): "
-        "this plan's integer or block formats cannot be expressed; below is the nearest vLLM "
-        "configuration (every loss is listed)");
+    e.notes.push_back("vLLM's KV cache dtypes kvplan packs are auto (the model's 16-bit dtype), " +
+                      engine_format_list(vllm) +
+                      ": this plan's other formats cannot be expressed; below is the nearest vLLM "
+                      "configuration (every loss is listed)");
   }
   try {
     QuantSettings per_token = plan.quantization;
@@ -119,9 +127,11 @@ PlanExport export_vllm(const Plan& plan) {
     return e;
   }
   e.text = "--kv-cache-dtype " + fp8.name();
-  e.notes.push_back(
-      "vLLM reads fp8 K/V scales from the checkpoint (1.0 without calibrated scales; see "
-      "--calculate-kv-scales)");
+  if (fp8.has_tensor_scale()) {
+    e.notes.push_back(
+        "vLLM reads K/V scales from the checkpoint (1.0 without calibrated scales; see "
+        "--calculate-kv-scales)");
+  }
   if (!skip.empty()) {
     e.text += " --kv-cache-dtype-skip-layers " + layer_list(skip, " ");
     e.notes.push_back(

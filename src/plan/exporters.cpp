@@ -16,7 +16,7 @@ namespace {
 
 // The KV cache types llama.cpp's -ctk/-ctv accept (under kvplan's names, which are llama.cpp's).
 bool llamacpp_type(const Format& f) {
-  return (f.info().engines & kEngineLlamaCpp) != 0;
+  return engine_stores(engine_spec(EngineId::kLlamaCpp), f);
 }
 
 std::optional<double> uniform_bytes(const Plan& plan, const KvPair& pair) {
@@ -101,6 +101,7 @@ PlanExport export_llamacpp(const Plan& plan) {
       "llama.cpp applies one K type and one V type to every layer: the plan's "
       "per-layer choice is not expressible");
   for (const PlanLayer& l : plan.layers) {
+    e.runs.push_back(*best);
     if (l.pair.key != best->key) {
       e.losses.push_back({l.index, "key", l.pair.key.name(), best->key.name(),
                           "llama.cpp applies one -ctk type to every layer"});

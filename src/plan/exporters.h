@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/engine.h"
 #include "plan/plan.h"
 
 namespace kvplan {
@@ -31,6 +32,9 @@ struct PlanExport {
   std::string text;                // what to paste: flags, arguments or a YAML file
   std::vector<std::string> notes;  // why this configuration, and how to use it
   std::vector<ExportLoss> losses;  // every layer and field the engine gets differently
+  // Per plan layer, the pair the engine will run: the plan's own where nothing is lost. A 16-bit
+  // layer an engine keeps at "the model's dtype" is written bf16/bf16.
+  std::vector<KvPair> runs;
 
   [[nodiscard]] bool exact() const { return losses.empty(); }
 };
@@ -55,5 +59,29 @@ PlanExport export_vllm(const Plan& plan);
 // layer, so a 16-bit side is written as 8 bits, listed as a loss.
 // Throws Error(kUnimplemented) naming the first layer whose formats KVTuner cannot express.
 PlanExport export_kvtuner_yaml(const Plan& plan);
+
+// ik_llama.cpp: -ctk/-ctv for most layers and -ctk-first/-ctk-last/-ctv-first/-ctv-last TYPE,N
+// for the first N and last M layers (PR #1599). A side's layers between its first and last runs
+// that differ take the widest type among them; formats ik_llama.cpp lacks take the nearest one.
+PlanExport export_ik_llamacpp(const Plan& plan);
+
+// TensorRT-LLM: kv_cache_config.dtype as layer ranges, "0-3:fp8,4-29:nvfp4" (PR #13695), in a
+// YAML file for --extra_llm_api_options. A layer takes one dtype: its wider side's.
+PlanExport export_trtllm(const Plan& plan);
+
+// ModelOpt's per-layer KV config (hf_quant_config.json: kv_cache_quant_algo MIXED_PRECISION,
+// kv_cache_quantized_layers {"model.layers.N.self_attn": {"quant_algo": "FP8" | "NVFP4"}},
+// kv_cache_schema_version 1), as vLLM's RFC #57445 reads it. 16-bit layers are not listed.
+PlanExport export_modelopt(const Plan& plan);
+
+// The format an engine stores in place of `f`: `f` itself when it stores it, else the one with the
+// fewest bits at or above f's (same family first), else its widest; only formats that pack rows of
+// head_dim values. Throws Error(kUnimplemented) when none does.
+Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim);
+
+// The export for an engine (hf: KVTuner's YAML). Throws Error(kInvalidArgument) when the engine
+// stores none of the plan's formats, naming them and the `--engine` search that gives a plan it
+// runs; Error(kUnimplemented) for an engine whose formats kvplan does not pack.
+PlanExport export_plan(const Plan& plan, EngineId engine);
 
 }  // namespace kvplan

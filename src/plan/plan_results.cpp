@@ -222,6 +222,8 @@ SearchProvenance read_provenance(const JsonFields& p) {
   r.memory_measure = p.optional_string("memory_measure").value_or("");
   r.budget = p.optional_string("budget").value_or("");
   r.clustering = p.optional_string("clustering").value_or("");
+  r.engine = p.optional_string("engine").value_or("");
+  r.engine_structure = p.optional_string("engine_structure").value_or("");
   r.budget_value = p.optional_number("budget_value");
   r.seed = optional_count(p, "seed");
   r.population = optional_count(p, "population");
@@ -288,6 +290,8 @@ json provenance_to_json(const SearchProvenance& p) {
   put(j, "memory_measure", p.memory_measure);
   put(j, "budget", p.budget);
   put(j, "clustering", p.clustering);
+  put(j, "engine", p.engine);
+  put(j, "engine_structure", p.engine_structure);
   j["budget_value"] = p.budget_value ? json(*p.budget_value) : json();
   put(j, "seed", p.seed);
   put(j, "population", p.population);

@@ -99,6 +99,9 @@ struct ProfileRecord {
 
 struct SearchProvenance {
   std::string algorithm, sensitivity, memory_measure, budget, clustering;
+  // The serving engine the search was restricted to (--engine; empty: kvplan's own, every format
+  // on any layer) and the layer structure it took for it.
+  std::string engine, engine_structure;
   std::optional<double> budget_value{};  // null: no budget
   std::optional<uint64_t> seed{}, population{}, generations{}, islands{};
   std::optional<uint64_t> surrogate_evaluations{}, real_evaluations{}, selection_evaluations{},

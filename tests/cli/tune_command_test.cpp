@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -134,14 +135,59 @@ TEST_F(TuneCommand, PlanBeatsUniformWithinBudgetAndIsReproducible) {
     EXPECT_EQ(count_lines(yaml.err), 1) << yaml.err;
     EXPECT_NE(yaml.err.find("KVTuner"), std::string::npos) << yaml.err;
   }
+  // vLLM maps a plan with one side it stores; a plan with none is refused, naming the search.
   const RunResult vllm = run_kvplan("export --plan " + (dir_ / "a.json").string() + " --to vllm");
-  EXPECT_EQ(vllm.exit_code, 0);
-  EXPECT_NE(vllm.err.find("cannot be expressed"), std::string::npos);
+  bool any_vllm_side = false;
+  for (const auto& l : plan["layers"]) {
+    for (const char* side : {"key", "value"}) {
+      const std::string f = l[side].get<std::string>();
+      any_vllm_side = any_vllm_side || f == "bf16" || f == "f16" || f.starts_with("fp8");
+    }
+  }
+  if (any_vllm_side) {
+    EXPECT_EQ(vllm.exit_code, 0) << vllm.err;
+  } else {
+    EXPECT_EQ(vllm.exit_code, 2) << vllm.err;
+    EXPECT_EQ(count_lines(vllm.err), 1) << vllm.err;
+    EXPECT_NE(vllm.err.find("kvplan search --engine vllm"), std::string::npos) << vllm.err;
+  }
   // head_dim 8: llama.cpp's block types cannot hold the rows, said in one line.
   const RunResult llama =
       run_kvplan("export --plan " + (dir_ / "a.json").string() + " --to llamacpp");
   EXPECT_EQ(llama.exit_code, 2);
   EXPECT_EQ(count_lines(llama.err), 1);
+}
+
+// --engine vllm: only what vLLM runs (one dtype per layer, fp8 or the model's 16-bit dtype), so
+// the export to vLLM changes no layer's format; llama.cpp's cache types cannot hold head_dim 8.
+TEST_F(TuneCommand, EngineSearchGivesAPlanTheEngineRunsAsItIs) {
+  const RunResult r = run_kvplan(tune("v.json", "--engine vllm"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = read_json(dir_ / "v.json");
+  EXPECT_EQ(plan["provenance"]["engine"], "vllm");
+  std::set<std::string> quantized;
+  for (const auto& l : plan["layers"]) {
+    const std::string k = l["key"].get<std::string>(), v = l["value"].get<std::string>();
+    EXPECT_EQ(k, v) << "vLLM stores one dtype per layer";
+    if (k != "f16" && k != "bf16") quantized.insert(k);
+  }
+  EXPECT_LE(quantized.size(), 1u);
+  const RunResult e =
+      run_kvplan("export --json --plan " + (dir_ / "v.json").string() + " --to vllm");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  for (const auto& loss : nlohmann::json::parse(e.out)["losses"]) {
+    EXPECT_NE(loss["field"].get<std::string>().find("scales"), std::string::npos) << loss;
+  }
+  // The same search for an engine kvplan cannot pack, and an unknown engine: one line, exit 2.
+  for (const char* bad : {"--engine vllm-turboquant", "--engine sglang"}) {
+    const RunResult b = run_kvplan(tune("b.json", bad));
+    EXPECT_EQ(b.exit_code, 2) << bad;
+    EXPECT_EQ(count_lines(b.err), 1) << b.err;
+    EXPECT_FALSE(fs::exists(dir_ / "b.json"));
+  }
+  const RunResult to = run_kvplan("export --plan " + (dir_ / "v.json").string() + " --to sglang");
+  EXPECT_EQ(to.exit_code, 2);
+  EXPECT_NE(to.err.find("ik-llamacpp"), std::string::npos) << to.err;
 }
 
 TEST_F(TuneCommand, BadBudgetsAndMismatchedProfilesAreRefused) {

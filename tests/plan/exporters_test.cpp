@@ -199,8 +199,8 @@ TEST(Exporters, VllmMixedFp8VariantsTakeTheMajorityAndListTheLayersThatChange) {
   EXPECT_EQ(e.text, "--kv-cache-dtype fp8_e5m2");
   EXPECT_FALSE(e.exact());
   const std::string why =
-      "vLLM takes one fp8 dtype for every quantized layer; the plan's quantized layers hold 2 "
-      "fp8_e4m3 and 4 fp8_e5m2 K/V sides";
+      "vLLM takes one dtype for every quantized layer; the plan's quantized layers hold 2 "
+      "fp8_e4m3, 4 fp8_e5m2 K/V sides";
   EXPECT_EQ(e.losses, (std::vector<ExportLoss>{{2, "key", "fp8_e4m3", "fp8_e5m2", why},
                                                {2, "value", "fp8_e4m3", "fp8_e5m2", why}}));
   // The layer order does not decide.

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The best plan each serving engine can run at one budget, next to kvplan's own (issue 16): one
+# profile of every format, then `kvplan search --engine E` per engine on it, each plan's export,
+# and the table (scripts/engine_table.py) in OUT/engines-BUDGET.md.
+#
+#   scripts/engine-table.sh                       # SmolLM2-135M at 6480 B/token -> reports/smollm2-135m
+#   scripts/engine-table.sh --model M.gguf --budget 6480 --out DIR
+#
+# Every search measures its plan and the uniform baselines on the report text (never used to
+# choose); about 3-6 minutes per engine on 2 cores, after a profile of about 1-2 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
+model="" budget=6480 out="reports/smollm2-135m"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --model) model="$2"; shift 2 ;;
+    --budget) budget="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "engine-table: unknown argument $1 (expected --model, --budget, --out)" >&2; exit 2 ;;
+  esac
+done
+if [[ -z "${model}" ]]; then
+  scripts/fetch-smollm2.sh >&2
+  model="${HOME}/.cache/kvplan/SmolLM2-135M-Instruct.Q4_1.gguf"
+fi
+[[ -x "${kvplan}" ]] || { echo "engine-table: ${kvplan} not built (scripts/build.sh)" >&2; exit 2; }
+work="${out}/engines"
+mkdir -p "${work}"
+profile="${work}/profile-all-formats.json"
+[[ -f "${profile}" ]] || "${kvplan}" -q profile --model "${model}" --formats all -o "${profile}"
+args=()
+for engine in kvplan llamacpp ik-llamacpp vllm trtllm modelopt hf; do
+  plan="${work}/plan-${engine}-${budget}.json"
+  echo "engine-table: ${engine}" >&2
+  "${kvplan}" -q search --profile "${profile}" --model "${model}" --max-bytes-per-token "${budget}" \
+    --engine "${engine}" -o "${plan}" > "${work}/search-${engine}-${budget}.txt"
+  if [[ "${engine}" == kvplan ]]; then
+    args+=("${engine}=${plan}")
+  else
+    "${kvplan}" export --plan "${plan}" --to "${engine}" -o "${work}/export-${engine}-${budget}.txt" \
+      2> "${work}/export-${engine}-${budget}.notes.txt"
+    args+=("${engine}=${plan}:${work}/export-${engine}-${budget}.txt")
+  fi
+done
+{
+  echo "# Best plan per serving engine at ${budget} B/token"
+  echo
+  echo "Model: \`$(basename "${model}")\`. One profile of every format kvplan packs"
+  echo "(\`kvplan profile --formats all\`), then \`kvplan search --engine E --max-bytes-per-token ${budget}\`"
+  echo "per engine: the search keeps only the formats the engine stores and the per-layer structure it"
+  echo "takes (docs/engine-kv-formats.md). Mean KL and top-1 are measured on the report text, which"
+  echo "chooses nothing; the interval is the paired bootstrap of the engine's plan against the best"
+  echo "uniform configuration of any format measured on the same text. Regenerate with"
+  echo "\`scripts/engine-table.sh\`."
+  echo
+  scripts/engine_table.py "${args[@]}"
+} > "${out}/engines-${budget}.md.tmp"
+mv "${out}/engines-${budget}.md.tmp" "${out}/engines-${budget}.md"
+echo "engine-table: wrote ${out}/engines-${budget}.md" >&2

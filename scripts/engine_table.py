@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Renders the per-engine table of issue 16 from plans searched with `kvplan search --engine E`.
+
+    scripts/engine_table.py OUT_DIR ENGINE=PLAN.json[:EXPORT.txt] ...  > engines.md
+
+Each plan's quality is read as plan.json records it (report text, never used to choose). Only the
+standard library: plan.json is JSON and the table is Markdown.
+"""
+import json
+import sys
+
+
+def runs(layers):
+    """'q8_0/q8_0 x2, iq4_nl/iq4_nl x28': each run of layers alike."""
+    out = []
+    for layer in layers:
+        pair = f"{layer['key']}/{layer['value']}"
+        if out and out[-1][0] == pair:
+            out[-1][1] += 1
+        else:
+            out.append([pair, 1])
+    return ", ".join(f"{p} x{n}" if n > 1 else p for p, n in out)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: engine_table.py ENGINE=PLAN.json[:EXPORT.txt] ...")
+    rows, exports = [], []
+    for arg in sys.argv[1:]:
+        engine, files = arg.split("=", 1)
+        plan_path, _, export_path = files.partition(":")
+        with open(plan_path, encoding="utf-8") as f:
+            plan = json.load(f)
+        q = plan["quality"]
+        best = q.get("best_uniform", {})
+        prov = plan.get("provenance", {})
+        interval = (f"{best['kl_difference']:+.4f} [{best['kl_difference_low']:+.4f}, "
+                    f"{best['kl_difference_high']:+.4f}]") if best else "n/a"
+        rows.append((engine, prov.get("engine_structure", "any pair on any layer"),
+                     plan["summary"]["bytes_per_token"], q["mean_kl"], q["top1_agreement"],
+                     best.get("kv", "n/a"), best.get("mean_kl", float("nan")), interval,
+                     runs(plan["layers"])))
+        if export_path:
+            with open(export_path, encoding="utf-8") as f:
+                exports.append((engine, f.read().rstrip("\n")))
+    print("| engine | layer structure searched | B/token | mean KL | top-1 | best uniform (KL) | "
+          "engine plan - best uniform [95 % CI] |")
+    print("|---|---|---:|---:|---:|---|---|")
+    for e, structure, bpt, kl, top1, bu, bu_kl, ci, _ in rows:
+        print(f"| {e} | {structure} | {bpt:.0f} | {kl:.4f} | {100 * top1:.2f} % | {bu} ({bu_kl:.4f}) "
+              f"| {ci} |")
+    print("\nLayers of each engine's plan (runs of layers alike, layer 0 first):\n")
+    for e, *_, layers in rows:
+        print(f"- **{e}**: {layers}")
+    if exports:
+        print("\nWhat to give each engine (`kvplan export --to ENGINE`):\n")
+        for e, text in exports:
+            print(f"**{e}**\n\n```\n{text}\n```\n")
+
+
+if __name__ == "__main__":
+    main()

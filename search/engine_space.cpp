@@ -1,0 +1,206 @@
+#include "search/engine_space.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "search/exact_front.h"
+#include "search/pareto.h"
+
+namespace kvplan::search {
+namespace {
+
+bool is_model_dtype(const Format& f) {
+  return f.id() == FormatId::kF16 || f.id() == FormatId::kBF16;
+}
+
+SearchSpace space_of(std::vector<LayerCandidates> layers, std::vector<LayerGroup> groups,
+                     MemoryMeasure measure, double budget) {
+  SearchSpace s;
+  s.layers = std::move(layers);
+  s.groups = std::move(groups);
+  s.measure = measure;
+  s.budget = budget;
+  return s;
+}
+
+std::vector<LayerCandidates> pruned(const std::vector<LayerCandidates>& layers,
+                                    MemoryMeasure measure) {
+  std::vector<LayerCandidates> out;
+  for (const LayerCandidates& l : layers)
+    out.push_back({l.layer, pareto_front(l.candidates, measure)});
+  return out;
+}
+
+std::vector<LayerGroup> group_per_layer(const std::vector<LayerCandidates>& layers) {
+  std::vector<LayerGroup> groups;
+  for (const LayerCandidates& l : layers) {
+    LayerGroup g{{l.layer}, {}};
+    for (const LayerCandidate& c : l.candidates) g.choices.push_back(c.pair);
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+// A group of the layers [first, last) of `layers` (entries, not model layer numbers), its choices
+// the pairs every one of them has, in the first layer's order.
+LayerGroup span_group(const std::vector<LayerCandidates>& layers, size_t first, size_t last) {
+  LayerGroup g;
+  for (size_t i = first; i < last; ++i) g.layers.push_back(layers[i].layer);
+  for (const LayerCandidate& c : layers[first].candidates) {
+    bool everywhere = true;
+    for (size_t i = first + 1; i < last && everywhere; ++i) {
+      everywhere = std::any_of(layers[i].candidates.begin(), layers[i].candidates.end(),
+                               [&](const LayerCandidate& o) { return o.pair == c.pair; });
+    }
+    if (everywhere) g.choices.push_back(c.pair);
+  }
+  return g;
+}
+
+std::string span_name(const std::vector<LayerCandidates>& layers, size_t first, size_t last) {
+  return last - first == 1 ? fmt::format("{}", layers[first].layer)
+                           : fmt::format("{}-{}", layers[first].layer, layers[last - 1].layer);
+}
+
+// Among structures of one engine, the one with the least error within the budget; on a tie (or
+// when none fits) the first, which callers list simplest first.
+struct Priced {
+  SearchSpace space;
+  std::string structure;
+  double error = std::numeric_limits<double>::infinity();
+};
+
+EngineSpace pick(std::vector<Priced> options) {
+  if (options.empty()) fail(ErrorCode::kInternal, "no engine structure to price");
+  size_t best = 0;
+  for (size_t i = 0; i < options.size(); ++i) {
+    options[i].error = best_error_within_budget(options[i].space);
+    if (options[i].error < options[best].error) best = i;
+  }
+  return {std::move(options[best].space), std::move(options[best].structure), false,
+          options.size()};
+}
+
+}  // namespace
+
+double best_error_within_budget(const SearchSpace& space) {
+  for (const LayerGroup& g : space.groups) {
+    if (g.choices.empty()) return std::numeric_limits<double>::infinity();
+  }
+  const ExactFront f = exact_front(space, SearchTable::build(space));
+  return f.points.empty() ? std::numeric_limits<double>::infinity()
+                          : f.points.back().predicted_error;
+}
+
+EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const EngineSpec& engine,
+                                MemoryMeasure measure, double budget) {
+  require_packable(engine);
+  std::vector<LayerCandidates> stored;
+  for (const LayerCandidates& l : all) {
+    LayerCandidates kept{l.layer, {}};
+    for (const LayerCandidate& c : l.candidates) {
+      if (engine_stores(engine, c.pair)) kept.candidates.push_back(c);
+    }
+    if (kept.candidates.empty()) {
+      fail(
+          ErrorCode::kInvalidArgument,
+          "--engine {}: the profile has no pair {} stores on layer {} ({} stores {}{}); "
+          "profile with --formats {}",
+          engine.name, engine.display, l.layer, engine.display, engine_format_list(engine),
+          engine.one_dtype_per_layer ? ", one dtype for K and V of a layer" : "",
+          engine.name == "kvplan" ? "all" : [&] {
+            std::string list;
+            for (const Format& f : engine_formats(engine))
+              list += (list.empty() ? "" : ",") + f.name();
+            return list;
+          }());
+    }
+    stored.push_back(std::move(kept));
+  }
+  const size_t n = stored.size();
+
+  switch (engine.granularity) {
+    case LayerGranularity::kFree:
+    case LayerGranularity::kRanges: {
+      std::vector<LayerCandidates> p = pruned(stored, measure);
+      std::vector<LayerGroup> groups = group_per_layer(p);
+      return {space_of(std::move(p), std::move(groups), measure, budget),
+              engine.granularity == LayerGranularity::kFree
+                  ? "any pair on any layer"
+                  : "any dtype on any layer (a range per run of layers alike)",
+              true, 1};
+    }
+    case LayerGranularity::kGlobal:
+      return pick({{space_of(stored, {span_group(stored, 0, n)}, measure, budget),
+                    "one K type and one V type for every layer"}});
+    case LayerGranularity::kFirstLastN: {
+      // Simplest first: no first/last layers apart, then by how many are apart.
+      std::vector<Priced> options;
+      for (size_t apart = 0; apart <= n; ++apart) {
+        for (size_t first = 0; first <= apart; ++first) {
+          const size_t last = apart - first;
+          std::vector<LayerGroup> groups;
+          std::string structure;
+          if (first > 0) {
+            groups.push_back(span_group(stored, 0, first));
+            structure += fmt::format("first {} (layers {})", first, span_name(stored, 0, first));
+          }
+          if (first + last < n) {
+            groups.push_back(span_group(stored, first, n - last));
+            structure += fmt::format("{}layers {} alike", structure.empty() ? "" : ", ",
+                                     span_name(stored, first, n - last));
+          }
+          if (last > 0) {
+            groups.push_back(span_group(stored, n - last, n));
+            structure += fmt::format(", last {} (layers {})", last, span_name(stored, n - last, n));
+          }
+          options.push_back({space_of(stored, std::move(groups), measure, budget), structure});
+        }
+      }
+      return pick(std::move(options));
+    }
+    case LayerGranularity::kSkipList: {
+      std::set<FormatId> seen;
+      std::vector<Priced> options;
+      for (const LayerCandidates& l : stored) {
+        for (const LayerCandidate& c : l.candidates) {
+          if (is_model_dtype(c.pair.key) || !seen.insert(c.pair.key.id()).second) continue;
+          const KvPair q = c.pair;
+          std::vector<LayerCandidates> layers;
+          for (const LayerCandidates& s : stored) {
+            LayerCandidates kept{s.layer, {}};
+            for (const LayerCandidate& o : s.candidates) {
+              if (o.pair == q || (is_model_dtype(o.pair.key) && is_model_dtype(o.pair.value)))
+                kept.candidates.push_back(o);
+            }
+            layers.push_back(std::move(kept));
+          }
+          bool every_layer = true;
+          for (const LayerCandidates& s : layers)
+            every_layer = every_layer && !s.candidates.empty();
+          if (!every_layer) continue;
+          std::vector<LayerCandidates> p = pruned(layers, measure);
+          std::vector<LayerGroup> groups = group_per_layer(p);
+          options.push_back({space_of(std::move(p), std::move(groups), measure, budget),
+                             fmt::format("one quantized dtype, {}; any layer at the model's "
+                                         "16-bit dtype",
+                                         q.key.name())});
+        }
+      }
+      if (options.empty()) {
+        std::vector<LayerCandidates> p = pruned(stored, measure);
+        std::vector<LayerGroup> groups = group_per_layer(p);
+        return {space_of(std::move(p), std::move(groups), measure, budget),
+                "every layer at the model's 16-bit dtype", false, 1};
+      }
+      return pick(std::move(options));
+    }
+  }
+  fail(ErrorCode::kInternal, "unknown layer granularity");
+}
+
+}  // namespace kvplan::search

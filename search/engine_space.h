@@ -1,0 +1,42 @@
+// The search space of what one serving engine can run (plan/engine.h): each layer keeps only the
+// pairs the engine stores, and the layer groups follow the engine's granularity, so that every
+// assignment the search makes is a configuration the engine takes as it is.
+//
+// - free and ranges (kvplan, ModelOpt, KVTuner, TensorRT-LLM): a group per layer;
+// - global (llama.cpp): one group of every layer;
+// - first/last-N (ik_llama.cpp): the first N, the middle and the last M layers, over every N and M;
+//   K and V share N and M here (ik_llama.cpp could split them; the search does not);
+// - skip list (vLLM): per layer, the one quantized dtype or the model's dtype, over every dtype.
+// Where there are several structures (N and M; vLLM's dtype), the one whose exact front of the
+// additive surrogate has the least error within the budget is taken.
+//
+//   EngineSpace s = engine_search_space(candidates, engine_spec(EngineId::kVllm), kBytes, 6480);
+//   s.space;      // what the validation loop searches
+//   s.structure;  // "one quantized dtype, fp8_e4m3; any layer at the model's 16-bit dtype"
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/engine.h"
+#include "search/candidates.h"
+#include "search/kv_search_problem.h"
+
+namespace kvplan::search {
+
+struct EngineSpace {
+  SearchSpace space;
+  std::string structure;         // the structure taken, in words
+  bool may_cluster = true;       // false when the groups are the engine's, not the search's
+  size_t structures_priced = 1;  // structures compared by their exact fronts
+};
+
+// `all` is every layer's candidates (unpruned). Throws Error(kInvalidArgument) naming the first
+// layer that has no pair the engine stores, with the formats to profile.
+EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const EngineSpec& engine,
+                                MemoryMeasure measure, double budget);
+
+// The least predicted (additive) error within the space's budget; infinity when nothing fits.
+double best_error_within_budget(const SearchSpace& space);
+
+}  // namespace kvplan::search

@@ -1,0 +1,107 @@
+#include "plan/engine.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace kvplan {
+namespace {
+
+using G = LayerGranularity;
+
+constexpr std::array kEngines{
+    EngineSpec{EngineId::kKvplan, "kvplan", "kvplan", 0, G::kFree, false, true,
+               "plan.json, read by kvplan's runtime library and C API", ""},
+    EngineSpec{EngineId::kLlamaCpp, "llamacpp", "llama.cpp", kEngineLlamaCpp, G::kGlobal, false,
+               true, "-ctk TYPE -ctv TYPE (common/arg.cpp; a quantized V needs -fa on)", ""},
+    EngineSpec{EngineId::kIkLlamaCpp, "ik-llamacpp", "ik_llama.cpp", kEngineIkLlamaCpp,
+               G::kFirstLastN, false, true,
+               "-ctk/-ctv TYPE, -ctk-first/-ctk-last/-ctv-first/-ctv-last TYPE,N (ik_llama.cpp "
+               "PR #1599)",
+               ""},
+    EngineSpec{EngineId::kVllm, "vllm", "vLLM", kEngineVllm, G::kSkipList, true, true,
+               "--kv-cache-dtype DTYPE --kv-cache-dtype-skip-layers L ... (vllm/config/cache.py)",
+               ""},
+    EngineSpec{EngineId::kVllmTurboquant, "vllm-turboquant", "vLLM TurboQuant", 0, G::kSkipList,
+               true, true, "--kv-cache-dtype turboquant_{k8v4,4bit_nc,k3v4_nc,3bit_nc}",
+               "kvplan does not pack vLLM's TurboQuant slots yet: their Lloyd-Max codebooks are "
+               "solved at run time and were not reproduced (docs/engine-kv-formats.md section 2)"},
+    EngineSpec{EngineId::kTrtllm, "trtllm", "TensorRT-LLM", kEngineTrtllm, G::kRanges, true, true,
+               "kv_cache_config.dtype \"0-3:fp8,4-35:nvfp4\" (TensorRT-LLM PR #13695, proposed)",
+               ""},
+    EngineSpec{EngineId::kModelopt, "modelopt", "ModelOpt", kEngineModelopt, G::kFree, true, true,
+               "hf_quant_config.json kv_cache_quantized_layers {prefix: {quant_algo: FP8 | "
+               "NVFP4}}, schema 1 (read by vLLM RFC #57445)",
+               ""},
+    EngineSpec{EngineId::kHf, "hf", "transformers (KVTuner)", kEngineHf, G::kFree, false, false,
+               "KVTuner FlexibleQuantizedCacheConfig per_layer_config {layer: {nbits_key, "
+               "nbits_value}}",
+               ""},
+};
+
+bool is_model_dtype(const Format& f) {
+  return f.id() == FormatId::kF16 || f.id() == FormatId::kBF16;
+}
+
+}  // namespace
+
+std::span<const EngineSpec> all_engines() {
+  return kEngines;
+}
+
+const EngineSpec& engine_spec(EngineId id) {
+  for (const EngineSpec& e : kEngines) {
+    if (e.id == id) return e;
+  }
+  fail(ErrorCode::kInternal, "engine {} has no spec", static_cast<int>(id));
+}
+
+std::string engine_names() {
+  std::string names;
+  for (const EngineSpec& e : kEngines) names += (names.empty() ? "" : ", ") + std::string(e.name);
+  return names;
+}
+
+EngineId parse_engine(std::string_view name) {
+  for (const EngineSpec& e : kEngines) {
+    if (e.name == name) return e.id;
+  }
+  fail(ErrorCode::kInvalidArgument, "--engine '{}': expected one of {}", name, engine_names());
+}
+
+bool engine_stores(const EngineSpec& engine, const Format& f) {
+  if (f.is_slot()) return false;
+  if (engine.format_bit == 0) return engine.not_packed.empty();
+  if (is_model_dtype(f) && engine.keeps_model_dtype) return true;
+  return (f.info().engines & engine.format_bit) != 0;
+}
+
+bool engine_stores(const EngineSpec& engine, const KvPair& pair) {
+  if (!engine_stores(engine, pair.key) || !engine_stores(engine, pair.value)) return false;
+  return !engine.one_dtype_per_layer || pair.key == pair.value;
+}
+
+std::vector<Format> engine_formats(const EngineSpec& engine) {
+  std::vector<Format> out;
+  for (const FormatInfo& info : all_format_infos()) {
+    const Format f(info.id);
+    if (engine_stores(engine, f)) out.push_back(f);
+  }
+  return out;
+}
+
+std::string engine_format_list(const EngineSpec& engine) {
+  std::string list;
+  for (const Format& f : engine_formats(engine)) list += (list.empty() ? "" : ", ") + f.name();
+  return list.empty() ? "none kvplan packs" : list;
+}
+
+void require_packable(const EngineSpec& engine) {
+  if (!engine.not_packed.empty()) {
+    fail(ErrorCode::kUnimplemented, "--engine {}: {}", engine.name, engine.not_packed);
+  }
+}
+
+}  // namespace kvplan

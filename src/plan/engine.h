@@ -1,0 +1,77 @@
+// The serving engines a plan can be made for: which KV formats each stores (the engines column of
+// kernels/kv_format_table.h) and how finely it lets K/V types vary across layers. `kvplan
+// search/tune --engine` searches only what the engine can run; `kvplan export --to` writes it in
+// the engine's own grammar. docs/engine-kv-formats.md has every fact here with its source.
+//
+//   const EngineSpec& e = engine_spec(parse_engine("ik-llamacpp"));
+//   e.granularity;                      // kFirstLastN: -ctk/-ctv plus first-N / last-M types
+//   engine_stores(e, KvPair::parse("q8_0/q4_0"));  // true
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/kv_pair.h"
+
+namespace kvplan {
+
+enum class EngineId {
+  kKvplan,
+  kLlamaCpp,
+  kIkLlamaCpp,
+  kVllm,
+  kVllmTurboquant,
+  kTrtllm,
+  kModelopt,
+  kHf
+};
+
+// How an engine lets K/V types differ between layers.
+enum class LayerGranularity {
+  kFree,        // any pair on any layer (kvplan; ModelOpt's and KVTuner's per-layer configs)
+  kGlobal,      // one K type and one V type for every layer (llama.cpp -ctk/-ctv)
+  kFirstLastN,  // -ctk/-ctv, then other types for the first N and last M layers (ik_llama.cpp)
+  kSkipList,    // one quantized dtype, and a list of layers kept at the model's dtype (vLLM)
+  kRanges,      // layer ranges, each with one dtype ("0-3:fp8,4-35:nvfp4", TensorRT-LLM)
+};
+
+struct EngineSpec {
+  EngineId id = EngineId::kKvplan;
+  std::string_view name;     // the --engine / --to value: "ik-llamacpp"
+  std::string_view display;  // "ik_llama.cpp"
+  uint32_t format_bit = 0;   // kEngine* of kernels/kv_format_table.h; 0 = every format (kvplan)
+  LayerGranularity granularity = LayerGranularity::kFree;
+  bool one_dtype_per_layer = false;  // a layer's K and V share one dtype (vLLM, TRT-LLM, ModelOpt)
+  // The engine leaves a layer at the model's 16-bit dtype (vLLM's skip list, a TRT-LLM range of
+  // bf16, a layer ModelOpt's config does not quantize): f16 and bf16 pairs are runnable.
+  bool keeps_model_dtype = false;
+  std::string_view grammar;     // the flags or config it takes, for --help and errors
+  std::string_view not_packed;  // non-empty: kvplan cannot pack this engine's formats, and why
+};
+
+std::span<const EngineSpec> all_engines();
+const EngineSpec& engine_spec(EngineId id);
+
+// Throws Error(kInvalidArgument) naming the text and the engines ("vllm, vllm-turboquant, ...").
+EngineId parse_engine(std::string_view name);
+std::string engine_names();
+
+// True when the engine stores `f` (for keys or values).
+bool engine_stores(const EngineSpec& engine, const Format& f);
+// True when one layer of the engine can hold this pair (both formats stored, and one dtype when
+// the engine takes one per layer). Says nothing about the layer structure (granularity).
+bool engine_stores(const EngineSpec& engine, const KvPair& pair);
+
+// The engine's formats in catalogue order (16-bit ones included when it keeps the model's dtype).
+std::vector<Format> engine_formats(const EngineSpec& engine);
+
+// "f16, bf16, fp8_e4m3, nvfp4"
+std::string engine_format_list(const EngineSpec& engine);
+
+// Throws Error(kUnimplemented) for an engine whose formats kvplan does not pack (not_packed).
+void require_packable(const EngineSpec& engine);
+
+}  // namespace kvplan

@@ -1,0 +1,307 @@
+// Exports to the engines that take per-layer K/V types: ik_llama.cpp (first/last-N flags),
+// TensorRT-LLM (dtype ranges) and ModelOpt's per-layer KV config, and the dispatch by engine that
+// refuses a plan an engine cannot express any part of. Grammars: docs/engine-kv-formats.md
+// sections 5, 7 and 8.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "formats/format_size.h"
+#include "plan/exporters.h"
+
+namespace kvplan {
+namespace {
+
+bool is_model_dtype(const Format& f) {
+  return f.id() == FormatId::kF16 || f.id() == FormatId::kBF16;
+}
+
+// The side `f` becomes on a layer of an engine that stores one dtype for K and V: the mapped
+// format of the wider side.
+Format layer_dtype(const EngineSpec& engine, const KvPair& p, int head_dim) {
+  const Format k = nearest_engine_format(engine, p.key, head_dim),
+               v = nearest_engine_format(engine, p.value, head_dim);
+  return k.info().bits >= v.info().bits ? k : v;
+}
+
+void note_side_loss(PlanExport& e, const EngineSpec& engine, int layer, const char* side,
+                    const Format& planned, const Format& exported, const char* why_same) {
+  if (planned == exported) return;
+  e.losses.push_back({layer, side, planned.name(), exported.name(),
+                      engine_stores(engine, planned)
+                          ? std::string(why_same)
+                          : fmt::format("{} does not store {} (its formats: {})", engine.display,
+                                        planned.name(), engine_format_list(engine))});
+}
+
+// One side's types over the layers as ik_llama.cpp takes them: a type for the first N layers, one
+// for the last M, one (-ctk/-ctv) for the rest. Layers between the first and last runs that differ
+// take the widest type among them (never fewer bits than planned), listed as losses.
+struct FirstLastN {
+  Format middle, first, last;
+  int n_first = 0, n_last = 0;
+};
+
+FirstLastN first_last_n(const std::vector<Format>& t) {
+  const int n = static_cast<int>(t.size());
+  int first = 1;
+  while (first < n && t[first] == t[0]) ++first;
+  if (first == n) return {t[0], t[0], t[0], 0, 0};
+  int last = 1;
+  while (last < n - first && t[n - 1 - last] == t[n - 1]) ++last;
+  FirstLastN r;
+  if (first + last == n) {  // two runs: the longer is the default type, the shorter apart
+    if (first >= last) {
+      r.middle = t[0], r.last = t[n - 1], r.n_last = last;
+    } else {
+      r.middle = t[n - 1], r.first = t[0], r.n_first = first;
+    }
+    return r;
+  }
+  r.middle = t[first];
+  for (int i = first; i < n - last; ++i) {
+    if (t[i].info().bits > r.middle.info().bits) r.middle = t[i];
+  }
+  if (t[0] != r.middle) r.first = t[0], r.n_first = first;
+  if (t[n - 1] != r.middle) r.last = t[n - 1], r.n_last = last;
+  return r;
+}
+
+std::string first_last_flags(const char* flag, const FirstLastN& s) {
+  std::string out;
+  if (s.n_first > 0) out += fmt::format(" -{}-first {},{}", flag, s.first.name(), s.n_first);
+  if (s.n_last > 0) out += fmt::format(" -{}-last {},{}", flag, s.last.name(), s.n_last);
+  return out;
+}
+
+Format type_at(const FirstLastN& s, int layer, int n_layers) {
+  if (layer < s.n_first) return s.first;
+  if (layer >= n_layers - s.n_last) return s.last;
+  return s.middle;
+}
+
+// TensorRT-LLM's and ModelOpt's names of a dtype.
+std::string trtllm_dtype(const Format& f) {
+  switch (f.id()) {
+    case FormatId::kFp8E4M3:
+      return "fp8";
+    case FormatId::kNvfp4:
+      return "nvfp4";
+    case FormatId::kBF16:
+      return "bfloat16";
+    case FormatId::kF16:
+      return "float16";
+    default:
+      fail(ErrorCode::kInternal, "{} is not a TensorRT-LLM KV dtype", f.name());
+  }
+}
+
+bool packs_row(const Format& f, int head_dim) {
+  try {
+    (void)packed_row_bytes(f, static_cast<size_t>(head_dim), static_cast<size_t>(head_dim));
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+int head_dim_of(const Plan& plan, size_t layer) {
+  return plan.model.geometry.layers.at(layer).head_dim;
+}
+
+}  // namespace
+
+Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim) {
+  if (engine_stores(engine, f)) return f;
+  std::optional<Format> best;
+  for (const Format& c : engine_formats(engine)) {
+    if (c.id() == FormatId::kF32 || !packs_row(c, head_dim)) continue;
+    const int bits = c.info().bits, want = f.info().bits;
+    if (!best) {
+      best = c;
+      continue;
+    }
+    const int best_bits = best->info().bits;
+    // The fewest bits at or above the plan's; else the most bits there are.
+    const bool covers = bits >= want, best_covers = best_bits >= want;
+    if (covers != best_covers
+            ? covers
+            : (covers ? bits < best_bits : bits > best_bits) ||
+                  (bits == best_bits && c.family() == f.family() && best->family() != f.family())) {
+      best = c;
+    }
+  }
+  if (!best) {
+    fail(ErrorCode::kUnimplemented, "{} stores no format that packs rows of head_dim {}",
+         engine.display, head_dim);
+  }
+  return *best;
+}
+
+PlanExport export_ik_llamacpp(const Plan& plan) {
+  const EngineSpec& ik = engine_spec(EngineId::kIkLlamaCpp);
+  PlanExport e;
+  std::vector<Format> keys, values;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const PlanLayer& l = plan.layers[i];
+    keys.push_back(nearest_engine_format(ik, l.pair.key, head_dim_of(plan, i)));
+    values.push_back(nearest_engine_format(ik, l.pair.value, head_dim_of(plan, i)));
+  }
+  const FirstLastN k = first_last_n(keys), v = first_last_n(values);
+  const int n = static_cast<int>(plan.layers.size());
+  bool quantized_v = false;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const PlanLayer& l = plan.layers[i];
+    const Format kt = type_at(k, static_cast<int>(i), n), vt = type_at(v, static_cast<int>(i), n);
+    const char* between =
+        "ik_llama.cpp sets one type between its first-N and last-M layers: the widest type "
+        "planned there";
+    e.runs.push_back({kt, vt});
+    note_side_loss(e, ik, l.index, "key", l.pair.key, kt, between);
+    note_side_loss(e, ik, l.index, "value", l.pair.value, vt, between);
+    quantized_v = quantized_v || vt.family() != FormatFamily::kPlain;
+  }
+  e.text = fmt::format("-ctk {} -ctv {}{}{}", k.middle.name(), v.middle.name(),
+                       first_last_flags("ctk", k), first_last_flags("ctv", v));
+  if (quantized_v) {
+    e.text += " -fa";
+    e.notes.push_back("a quantized V cache needs flash attention (-fa)");
+  }
+  if (k.n_first + k.n_last + v.n_first + v.n_last > 0) {
+    e.notes.push_back(
+        "-ctk-first/-ctk-last/-ctv-first/-ctv-last need ik_llama.cpp with PR #1599 (2026-04-08) "
+        "and, for -ctv-last, the fix of PR #1626 (2026-04-12)");
+  }
+  if (plan.quantization.mode != QuantMode::kPerToken) {
+    e.losses.push_back({-1, "mode", std::string(quant_mode_name(plan.quantization.mode)),
+                        "per-token", "ik_llama.cpp quantizes K and V per token"});
+  }
+  return e;
+}
+
+PlanExport export_trtllm(const Plan& plan) {
+  const EngineSpec& trt = engine_spec(EngineId::kTrtllm);
+  PlanExport e;
+  std::vector<std::pair<std::string, std::vector<int>>> runs;  // dtype, layers
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const PlanLayer& l = plan.layers[i];
+    const Format d = layer_dtype(trt, l.pair, head_dim_of(plan, i));
+    e.runs.push_back(KvPair::uniform(d));
+    const char* one = "TensorRT-LLM stores one dtype for K and V of a layer: the wider side's";
+    note_side_loss(e, trt, l.index, "key", l.pair.key, d, one);
+    note_side_loss(e, trt, l.index, "value", l.pair.value, d, one);
+    const std::string name = trtllm_dtype(d);
+    if (runs.empty() || runs.back().first != name || runs.back().second.back() + 1 != l.index)
+      runs.push_back({name, {}});
+    runs.back().second.push_back(l.index);
+  }
+  std::string ranges;
+  for (const auto& [dtype, layers] : runs) {
+    ranges +=
+        fmt::format("{}{}-{}:{}", ranges.empty() ? "" : ",", layers.front(), layers.back(), dtype);
+  }
+  e.text = fmt::format(
+      "# TensorRT-LLM LLM API options (trtllm-serve --extra_llm_api_options <this file>)\n"
+      "kv_cache_config:\n  dtype: \"{}\"\n",
+      ranges);
+  e.notes.push_back(
+      "per-layer KvCacheConfig.dtype ranges are TensorRT-LLM PR #13695 (open when this was "
+      "written); released versions take one dtype: auto, fp8 or nvfp4");
+  e.notes.push_back(
+      "16-bit layers are written with TensorRT-LLM's dtype names (float16, bfloat16); the PR "
+      "lists FP16 and BF16 among per-layer dtypes without its spelling in the stored sources");
+  return e;
+}
+
+PlanExport export_modelopt(const Plan& plan) {
+  const EngineSpec& mo = engine_spec(EngineId::kModelopt);
+  PlanExport e;
+  std::vector<std::pair<int, std::string>> layers;  // layer, quant_algo, in plan order
+  std::map<std::string, int> algos;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const PlanLayer& l = plan.layers[i];
+    const Format d = layer_dtype(mo, l.pair, head_dim_of(plan, i));
+    e.runs.push_back(KvPair::uniform(d));
+    const char* one = "ModelOpt's per-layer KV config gives a layer one algorithm for K and V";
+    note_side_loss(e, mo, l.index, "key", l.pair.key, d, one);
+    note_side_loss(e, mo, l.index, "value", l.pair.value, d, one);
+    if (is_model_dtype(d)) continue;  // a layer not listed is not KV-quantized
+    layers.push_back({l.index, d.id() == FormatId::kNvfp4 ? "NVFP4" : "FP8"});
+    ++algos[layers.back().second];
+  }
+  std::string body;
+  for (const auto& [index, algo] : layers) {
+    body += fmt::format("{}      \"model.layers.{}.self_attn\": {{\"quant_algo\": \"{}\"}}",
+                        body.empty() ? "" : ",\n", index, algo);
+  }
+  const std::string kv_algo = algos.size() == 1 && layers.size() == plan.layers.size()
+                                  ? algos.begin()->first
+                                  : (layers.empty() ? "null" : "MIXED_PRECISION");
+  e.text = fmt::format(
+      "{{\n  \"producer\": {{\"name\": \"kvplan\", \"version\": \"{}\"}},\n"
+      "  \"quantization\": {{\n"
+      "    \"quant_algo\": null,\n"
+      "    \"kv_cache_quant_algo\": {},\n"
+      "    \"kv_cache_schema_version\": 1,\n"
+      "    \"kv_cache_quantized_layers\": {{\n{}\n    }}\n  }}\n}}\n",
+      plan.tool_version, kv_algo == "null" ? kv_algo : "\"" + kv_algo + "\"", body);
+  e.notes.push_back(
+      "hf_quant_config.json as ModelOpt exports a per-layer KV config (kv_cache_quantized_layers, "
+      "schema 1), the form vLLM's RFC #57445 reads with --kv-cache-dtype auto; layers not "
+      "listed keep the model's dtype. Merge it into the checkpoint's own quantization section, "
+      "with the checkpoint's k_scale/v_scale per layer");
+  return e;
+}
+
+PlanExport export_plan(const Plan& plan, EngineId id) {
+  const EngineSpec& engine = engine_spec(id);
+  require_packable(engine);
+  if (id == EngineId::kKvplan) {
+    fail(ErrorCode::kInvalidArgument,
+         "--to kvplan: the plan is kvplan's own format already; export to one of {}",
+         engine_names());
+  }
+  int stored = 0;
+  std::vector<std::string> lacking;
+  for (const PlanLayer& l : plan.layers) {
+    for (const Format& f : {l.pair.key, l.pair.value}) {
+      if (engine_stores(engine, f)) {
+        ++stored;
+      } else if (std::find(lacking.begin(), lacking.end(), f.name()) == lacking.end()) {
+        lacking.push_back(f.name());
+      }
+    }
+  }
+  if (stored == 0) {
+    std::string list;
+    for (const std::string& s : lacking) list += (list.empty() ? "" : ", ") + s;
+    fail(ErrorCode::kInvalidArgument,
+         "{} cannot express any layer of this plan: it does not store {} (its formats: {}); "
+         "search a plan it can run: kvplan search --engine {} (or kvplan tune --engine {})",
+         engine.display, list, engine_format_list(engine), engine.name, engine.name);
+  }
+  switch (id) {
+    case EngineId::kLlamaCpp:
+      return export_llamacpp(plan);
+    case EngineId::kIkLlamaCpp:
+      return export_ik_llamacpp(plan);
+    case EngineId::kVllm:
+      return export_vllm(plan);
+    case EngineId::kTrtllm:
+      return export_trtllm(plan);
+    case EngineId::kModelopt:
+      return export_modelopt(plan);
+    case EngineId::kHf:
+      return export_kvtuner_yaml(plan);
+    default:
+      fail(ErrorCode::kInternal, "no exporter for {}", engine.name);
+  }
+}
+
+}  // namespace kvplan

@@ -1,0 +1,203 @@
+// Each engine's export checked against the grammar the engine documents. The flag names and value
+// sets are written here with their sources (docs/engine-kv-formats.md quotes them):
+// - llama.cpp: -ctk/-ctv TYPE, TYPE from kv_cache_types in common/arg.cpp; -fa on for a
+//   quantized V (src/llama-context.cpp);
+// - ik_llama.cpp: -ctk-first/-ctk-last/-ctv-first/-ctv-last TYPE,N (PR #1599), TYPE from
+//   llama-bench's ggml_type_from_name; -fa is a switch there;
+// - vLLM: --kv-cache-dtype from CacheDType (vllm/config/cache.py), --kv-cache-dtype-skip-layers
+//   with space-separated layer indices (argparse nargs="+", docs "Quantized KV Cache");
+// - TensorRT-LLM: kv_cache_config.dtype "0-3:fp8,4-35:nvfp4" (PR #13695);
+// - ModelOpt: kv_cache_quant_algo, kv_cache_quantized_layers {"model.layers.N.self_attn":
+//   {"quant_algo": "FP8" | "NVFP4"}}, kv_cache_schema_version 1 (Model-Optimizer
+//   tests/unit/torch/export/test_convert_hf_config.py).
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "plan/exporters.h"
+
+namespace kvplan {
+namespace {
+
+const std::string kLlamaTypes = "(f32|f16|bf16|q8_0|q4_0|q4_1|iq4_nl|q5_0|q5_1)";
+const std::string kIkTypes = "(f32|f16|bf16|q8_0|q4_0|q4_1|iq4_nl|q5_0|q5_1|q6_0|q8_KV)";
+const std::string kVllmDtypes =
+    "(auto|float16|bfloat16|fp8|fp8_e4m3|fp8_e5m2|fp8_inc|fp8_ds_mla|nvfp4_ds_mla|"
+    "turboquant_k8v4|turboquant_4bit_nc|turboquant_k3v4_nc|turboquant_3bit_nc|"
+    "int4_per_token_head|int8_per_token_head|fp8_per_token_head|nvfp4|nvfp4_4over6)";
+const std::string kTrtDtypes = "(fp8|nvfp4|float16|bfloat16|auto)";
+
+Plan plan_with(const std::vector<const char*>& pairs, int head_dim = 64) {
+  Plan p;
+  p.tool_version = "test";
+  p.model.name = "m";
+  p.model.geometry = KvGeometry::uniform("m", static_cast<int>(pairs.size()), 2, head_dim);
+  for (size_t l = 0; l < pairs.size(); ++l) {
+    PlanLayer layer;
+    layer.index = static_cast<int>(l);
+    layer.pair = KvPair::parse(pairs[l]);
+    p.layers.push_back(layer);
+  }
+  return p;
+}
+
+bool matches(const std::string& text, const std::string& pattern) {
+  return std::regex_match(text, std::regex(pattern));
+}
+
+// ik_llama.cpp's flags read back into per-layer K and V types, as PR #1599 applies them.
+std::vector<std::pair<std::string, std::string>> read_ik_flags(const std::string& text, int n) {
+  std::istringstream in(text);
+  std::map<std::string, std::string> flags;
+  std::string flag, value;
+  while (in >> flag) {
+    if (flag == "-fa") continue;
+    in >> value;
+    flags[flag] = value;
+  }
+  std::vector<std::pair<std::string, std::string>> layers(n, {flags["-ctk"], flags["-ctv"]});
+  const auto apply = [&](const char* name, bool first, bool key) {
+    if (!flags.contains(name)) return;
+    const std::string& v = flags[name];
+    const std::string type = v.substr(0, v.find(','));
+    const int count = std::stoi(v.substr(v.find(',') + 1));
+    for (int i = 0; i < count; ++i) {
+      auto& layer = layers[static_cast<size_t>(first ? i : n - 1 - i)];
+      (key ? layer.first : layer.second) = type;
+    }
+  };
+  apply("-ctk-first", true, true);
+  apply("-ctk-last", false, true);
+  apply("-ctv-first", true, false);
+  apply("-ctv-last", false, false);
+  return layers;
+}
+
+TEST(EngineExports, IkLlamaCppFlagsFollowPr1599AndReadBackToThePlan) {
+  const Plan plan = plan_with({"q8_0/q8_0", "q8_0/q4_0", "q4_0/q4_0", "q4_0/q4_0", "q4_0/q4_0",
+                               "q5_0/iq4_nl", "q5_0/iq4_nl"});
+  const PlanExport e = export_ik_llamacpp(plan);
+  const std::string t = kIkTypes;
+  EXPECT_TRUE(matches(e.text, "-ctk " + t + " -ctv " + t + "( -ctk-first " + t +
+                                  ",[0-9]+)?( -ctk-last " + t + ",[0-9]+)?( -ctv-first " + t +
+                                  ",[0-9]+)?( -ctv-last " + t + ",[0-9]+)?( -fa)?"))
+      << e.text;
+  EXPECT_EQ(e.text,
+            "-ctk q4_0 -ctv q4_0 -ctk-first q8_0,2 -ctk-last q5_0,2 -ctv-first q8_0,1 "
+            "-ctv-last iq4_nl,2 -fa");
+  EXPECT_TRUE(e.exact());
+  const auto layers = read_ik_flags(e.text, 7);
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    EXPECT_EQ(layers[i].first, plan.layers[i].pair.key.name()) << i;
+    EXPECT_EQ(layers[i].second, plan.layers[i].pair.value.name()) << i;
+  }
+  // Uniform: no first/last flags.
+  EXPECT_EQ(export_ik_llamacpp(plan_with({"q8_0/q8_0", "q8_0/q8_0"})).text,
+            "-ctk q8_0 -ctv q8_0 -fa");
+  EXPECT_EQ(export_ik_llamacpp(plan_with({"f16/f16", "f16/f16"})).text, "-ctk f16 -ctv f16");
+}
+
+// A middle that is not one type takes its widest type (never fewer bits than planned), and
+// formats ik_llama.cpp lacks take the nearest it has; every change is listed.
+TEST(EngineExports, IkLlamaCppMapsWhatItCannotExpressAndListsIt) {
+  const PlanExport e =
+      export_ik_llamacpp(plan_with({"q8_0/q8_0", "q4_0/q4_0", "q8_0/q4_0", "q4_0/q4_0", "K8V4"}));
+  EXPECT_EQ(e.text, "-ctk q8_0 -ctv q4_0 -ctv-first q8_0,1 -fa");
+  EXPECT_FALSE(e.exact());
+  std::vector<std::string> changed;
+  for (const ExportLoss& l : e.losses) changed.push_back(std::to_string(l.layer) + l.field);
+  EXPECT_EQ(changed, (std::vector<std::string>{"1key", "3key", "4key", "4value"}));
+  EXPECT_EQ(e.losses[2].planned, "int8");
+  EXPECT_EQ(e.losses[2].exported, "q8_0");
+  EXPECT_NE(e.losses[2].reason.find("does not store int8"), std::string::npos);
+}
+
+TEST(EngineExports, TrtllmWritesContiguousDtypeRangesOverEveryLayer) {
+  const Plan plan = plan_with({"fp8_e4m3/fp8_e4m3", "fp8_e4m3/fp8_e4m3", "nvfp4/nvfp4",
+                               "nvfp4/nvfp4", "bf16/bf16", "nvfp4/nvfp4"});
+  const PlanExport e = export_trtllm(plan);
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(e.text, m, std::regex("\nkv_cache_config:\n  dtype: \"([^\"]*)\"\n$")))
+      << e.text;
+  const std::string ranges = m[1];
+  const std::string range = "[0-9]+-[0-9]+:" + kTrtDtypes;
+  EXPECT_TRUE(matches(ranges, range + "(," + range + ")*")) << ranges;
+  EXPECT_EQ(ranges, "0-1:fp8,2-3:nvfp4,4-4:bfloat16,5-5:nvfp4");
+  EXPECT_TRUE(e.exact());
+  // K and V of a layer share a dtype: the wider side's, listed.
+  const PlanExport mixed = export_trtllm(plan_with({"fp8_e4m3/nvfp4", "q4_0/q4_0"}));
+  EXPECT_NE(mixed.text.find("\"0-0:fp8,1-1:nvfp4\""), std::string::npos) << mixed.text;
+  ASSERT_EQ(mixed.losses.size(), 3u);
+  EXPECT_EQ(mixed.losses[0].field, "value");
+  EXPECT_EQ(mixed.losses[0].exported, "fp8_e4m3");
+}
+
+TEST(EngineExports, ModeloptPerLayerConfigFollowsSchemaOne) {
+  const PlanExport e =
+      export_modelopt(plan_with({"fp8_e4m3/fp8_e4m3", "nvfp4/nvfp4", "bf16/bf16", "nvfp4/nvfp4"}));
+  const nlohmann::json j = nlohmann::json::parse(e.text);
+  const nlohmann::json& q = j.at("quantization");
+  EXPECT_EQ(q.at("kv_cache_quant_algo"), "MIXED_PRECISION");
+  EXPECT_EQ(q.at("kv_cache_schema_version"), 1);
+  const nlohmann::json& layers = q.at("kv_cache_quantized_layers");
+  ASSERT_EQ(layers.size(), 3u);  // the bf16 layer is not KV-quantized: not listed
+  for (const auto& [prefix, cfg] : layers.items()) {
+    EXPECT_TRUE(matches(prefix, "model\\.layers\\.[0-9]+\\.self_attn")) << prefix;
+    EXPECT_TRUE(matches(cfg.at("quant_algo").get<std::string>(), "FP8|NVFP4"));
+  }
+  EXPECT_EQ(layers.at("model.layers.1.self_attn").at("quant_algo"), "NVFP4");
+  EXPECT_FALSE(layers.contains("model.layers.2.self_attn"));
+  EXPECT_TRUE(e.exact());
+  // One algorithm on every layer: that algorithm, as a uniform ModelOpt export names it.
+  const nlohmann::json uniform =
+      nlohmann::json::parse(export_modelopt(plan_with({"nvfp4/nvfp4", "nvfp4/nvfp4"})).text);
+  EXPECT_EQ(uniform.at("quantization").at("kv_cache_quant_algo"), "NVFP4");
+}
+
+TEST(EngineExports, VllmAndLlamaCppTextsFollowTheirGrammars) {
+  const PlanExport v =
+      export_vllm(plan_with({"bf16/bf16", "nvfp4/nvfp4", "nvfp4/nvfp4", "bf16/bf16"}));
+  EXPECT_TRUE(matches(
+      v.text, "--kv-cache-dtype " + kVllmDtypes + "( --kv-cache-dtype-skip-layers( [0-9]+)+)?"))
+      << v.text;
+  EXPECT_EQ(v.text, "--kv-cache-dtype nvfp4 --kv-cache-dtype-skip-layers 0 3");
+  EXPECT_TRUE(v.exact());
+  const PlanExport per_token = export_vllm(plan_with({"fp8_per_token_head/fp8_per_token_head"}));
+  EXPECT_EQ(per_token.text, "--kv-cache-dtype fp8_per_token_head");
+  Plan p = plan_with({"q8_0/q4_0", "q8_0/q4_0"});
+  p.results.baselines.push_back({.kv = "q8_0/q4_0", .mean_kl = 0.01});
+  const PlanExport l = export_llamacpp(p);
+  EXPECT_TRUE(matches(l.text, "-ctk " + kLlamaTypes + " -ctv " + kLlamaTypes + "( -fa on)?"))
+      << l.text;
+}
+
+// An engine that stores none of the plan's formats: one error naming what it lacks and the search
+// that gives a plan it runs.
+TEST(EngineExports, AnEngineThatCanExpressNoLayerIsRefusedWithTheSearchToRun) {
+  const Plan ints = plan_with({"KV4", "K8V4"});
+  try {
+    (void)export_plan(ints, EngineId::kVllm);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("does not store int4, int8"), std::string::npos) << what;
+    EXPECT_NE(what.find("kvplan search --engine vllm"), std::string::npos) << what;
+  }
+  EXPECT_THROW((void)export_plan(plan_with({"fp8_e4m3/fp8_e4m3"}), EngineId::kHf), Error);
+  EXPECT_THROW((void)export_plan(ints, EngineId::kVllmTurboquant), Error);
+  // One side it stores is enough to map the rest, every loss listed.
+  const PlanExport mapped = export_plan(plan_with({"KV4", "bf16/bf16"}), EngineId::kTrtllm);
+  EXPECT_FALSE(mapped.exact());
+  EXPECT_EQ(export_plan(ints, EngineId::kHf).text, export_kvtuner_yaml(ints).text);
+}
+
+}  // namespace
+}  // namespace kvplan
