@@ -113,11 +113,11 @@ struct KvFormatTraits {
     kEngineLlamas | kEngineVllm | kEngineTrtllm, "IEEE float16")                                 \
   X(BF16, 3, "bf16", 1, kPlain, 16, kBF16, kValue, 1, 2, 0, 0.0f, true,                          \
     kEngineLlamas | kEngineVllm | kEngineTrtllm, "bfloat16")                                     \
-  X(Int8, 16, "int8", 1, kUniformInt, 8, kInt8, kIntGroup, 0, 0, 0, 0.0f, true, kEngineHf,               \
+  X(Int8, 16, "int8", 1, kUniformInt, 8, kInt8, kIntGroup, 0, 0, 0, 0.0f, true, kEngineHf,         \
     "asymmetric 8-bit, f16 scale+zero per group")                                                \
-  X(Int4, 17, "int4", 1, kUniformInt, 4, kInt4, kIntGroup, 0, 0, 0, 0.0f, true, kEngineHf,               \
+  X(Int4, 17, "int4", 1, kUniformInt, 4, kInt4, kIntGroup, 0, 0, 0, 0.0f, true, kEngineHf,         \
     "asymmetric 4-bit, f16 scale+zero per group")                                                \
-  X(Int2, 18, "int2", 1, kUniformInt, 2, kInt2, kIntGroup, 0, 0, 0, 0.0f, true, kEngineHf,               \
+  X(Int2, 18, "int2", 1, kUniformInt, 2, kInt2, kIntGroup, 0, 0, 0, 0.0f, true, kEngineHf,         \
     "asymmetric 2-bit, f16 scale+zero per group")                                                \
   X(Int8G64, 19, "int8_g64", 1, kUniformInt, 8, kInt8, kIntGroup, 64, 0, 0, 0.0f, true, 0,       \
     "asymmetric 8-bit, f16 scale+zero per 64 values")                                            \

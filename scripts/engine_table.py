@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Renders the per-engine table of issue 16 from plans searched with `kvplan search --engine E`.
 
-    scripts/engine_table.py OUT_DIR ENGINE=PLAN.json[:EXPORT.txt] ...  > engines.md
+    scripts/engine_table.py ENGINE=PLAN.json[:EXPORT.txt[:MAPPED.json]] ...  > engines.md
+
+MAPPED.json is `kvplan export --measure --json` of kvplan's own plan to that engine.
 
 Each plan's quality is read as plan.json records it (report text, never used to choose). Only the
 standard library: plan.json is JSON and the table is Markdown.
@@ -25,10 +27,11 @@ def runs(layers):
 def main():
     if len(sys.argv) < 2:
         sys.exit("usage: engine_table.py ENGINE=PLAN.json[:EXPORT.txt] ...")
-    rows, exports = [], []
+    rows, exports, mapped = [], [], []
     for arg in sys.argv[1:]:
         engine, files = arg.split("=", 1)
-        plan_path, _, export_path = files.partition(":")
+        plan_path, _, rest = files.partition(":")
+        export_path, _, mapped_path = rest.partition(":")
         with open(plan_path, encoding="utf-8") as f:
             plan = json.load(f)
         q = plan["quality"]
@@ -43,15 +46,35 @@ def main():
         if export_path:
             with open(export_path, encoding="utf-8") as f:
                 exports.append((engine, f.read().rstrip("\n")))
+        if mapped_path:
+            try:
+                with open(mapped_path, encoding="utf-8") as f:
+                    m = json.load(f)
+                mapped.append((engine, m["exact"], len(m["losses"]), m["measured"]))
+            except (OSError, ValueError, KeyError):
+                mapped.append((engine, None, None, None))
     print("| engine | layer structure searched | B/token | mean KL | top-1 | best uniform (KL) | "
           "engine plan - best uniform [95 % CI] |")
     print("|---|---|---:|---:|---:|---|---|")
     for e, structure, bpt, kl, top1, bu, bu_kl, ci, _ in rows:
-        print(f"| {e} | {structure} | {bpt:.0f} | {kl:.4f} | {100 * top1:.2f} % | {bu} ({bu_kl:.4f}) "
-              f"| {ci} |")
+        print(f"| {e} | {structure} | {bpt:.0f} | {kl:.4f} | {100 * top1:.2f} % "
+              f"| {bu} ({bu_kl:.4f}) | {ci} |")
     print("\nLayers of each engine's plan (runs of layers alike, layer 0 first):\n")
     for e, *_, layers in rows:
         print(f"- **{e}**: {layers}")
+    if mapped:
+        print("\nkvplan's own plan mapped to each engine (`kvplan export --to ENGINE --measure`): the "
+              "nearest configuration the engine runs, measured on the same report text.\n")
+        print("| engine | exact | losses | B/token | mean KL | engine - kvplan plan [95 % CI] |")
+        print("|---|---|---:|---:|---:|---|")
+        for e, exact, n_losses, m in mapped:
+            if m is None:
+                print(f"| {e} | refused (stores none of the plan's formats) | | | | |")
+                continue
+            print(f"| {e} | {'yes' if exact else 'no'} | {n_losses} | "
+                  f"{m['engine_bytes_per_token']:.0f} | {m['engine_mean_kl']:.4f} | "
+                  f"{m['engine_minus_plan']:+.4f} [{m['engine_minus_plan_low']:+.4f}, "
+                  f"{m['engine_minus_plan_high']:+.4f}] |")
     if exports:
         print("\nWhat to give each engine (`kvplan export --to ENGINE`):\n")
         for e, text in exports:

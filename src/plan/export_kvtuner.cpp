@@ -27,11 +27,11 @@ namespace {
 constexpr int kWidestKvTunerBits = 8;
 
 // The nbits written for a format: its bits for the int formats, the widest KVTuner width for a
-// 16-bit one, 0 when KVTuner has no such format.
-int kvtuner_bits(const Format& f) {
+// 16-bit one, else the bits of the int format nearest it (the fewest at or above its own).
+int kvtuner_bits(const Format& f, int head_dim) {
   if (f.family() == FormatFamily::kUniformInt) return f.info().bits;
   if (f.family() == FormatFamily::kPlain) return kWidestKvTunerBits;
-  return 0;
+  return nearest_engine_format(engine_spec(EngineId::kHf), f, head_dim).info().bits;
 }
 
 }  // namespace
@@ -59,13 +59,8 @@ PlanExport export_kvtuner_yaml(const Plan& plan) {
   std::string layers_yaml;
   bool any_int = false;
   for (const PlanLayer& l : plan.layers) {
-    const int kb = kvtuner_bits(l.pair.key), vb = kvtuner_bits(l.pair.value);
-    if (kb == 0 || vb == 0) {
-      fail(ErrorCode::kUnimplemented,
-           "layer {}: {} cannot be written as KVTuner nbits (it takes int8/int4/int2 or 16-bit "
-           "formats only)",
-           l.index, l.pair.name());
-    }
+    const int kb = kvtuner_bits(l.pair.key, static_cast<int>(head_dim)),
+              vb = kvtuner_bits(l.pair.value, static_cast<int>(head_dim));
     layers_yaml += fmt::format("{}:\n  nbits_key: {}\n  nbits_value: {}\n", l.index, kb, vb);
     // What KVTuner runs, in kvplan's int formats of the plan's group (its quantizer rounds
     // differently: the plan-wide "quantizer" loss below).
@@ -77,6 +72,12 @@ PlanExport export_kvtuner_yaml(const Plan& plan) {
             {l.index, side, f.name(), fmt::format("{} bits", kWidestKvTunerBits),
              "KVTuner quantizes every layer; 8 is the widest nbits its quanto, HQQ and Vanilla "
              "backends all take (Vanilla stores codes as int8)"});
+        continue;
+      }
+      if (f.family() != FormatFamily::kUniformInt) {
+        e.losses.push_back(
+            {l.index, side, f.name(), fmt::format("{} bits", std::string(side) == "key" ? kb : vb),
+             "KVTuner's nbits are int formats: the fewest bits at or above the plan's"});
         continue;
       }
       any_int = true;

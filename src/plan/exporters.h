@@ -56,8 +56,8 @@ PlanExport export_vllm(const Plan& plan);
 // KVTuner's per-layer YAML {layer: {nbits_key, nbits_value}} (cmd2001/KVTuner, read by
 // FlexibleQuantizedCacheConfig(per_layer_config_path=...)) for int formats, with the plan-wide
 // settings KVTuner takes as constructor arguments in its header comment. KVTuner quantizes every
-// layer, so a 16-bit side is written as 8 bits, listed as a loss.
-// Throws Error(kUnimplemented) naming the first layer whose formats KVTuner cannot express.
+// layer, so a 16-bit side is written as 8 bits, and another format as the int bits nearest it
+// (q4_0 -> 4, fp8 -> 8), each listed as a loss.
 PlanExport export_kvtuner_yaml(const Plan& plan);
 
 // ik_llama.cpp: -ctk/-ctv for most layers and -ctk-first/-ctk-last/-ctv-first/-ctv-last TYPE,N

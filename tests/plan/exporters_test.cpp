@@ -64,12 +64,15 @@ TEST(Exporters, KvTunerWritesSixteenBitSidesAsEightAndListsThem) {
   const std::vector<ExportLoss> wide = losses_of(e, -1);
   ASSERT_EQ(wide.size(), 1u);
   EXPECT_EQ(wide[0].field, "quantizer");
-  try {
-    (void)export_kvtuner_yaml(plan_with({"K8V4", "q4_0/q4_0"}));
-    FAIL();
-  } catch (const Error& e2) {
-    EXPECT_NE(std::string(e2.what()).find("layer 1"), std::string::npos);
-  }
+  // Formats KVTuner lacks take the int bits nearest them, each listed.
+  const PlanExport mapped = export_kvtuner_yaml(plan_with({"K8V4", "q4_0/fp8_e4m3"}));
+  EXPECT_NE(mapped.text.find("1:\n  nbits_key: 4\n  nbits_value: 8\n"), std::string::npos)
+      << mapped.text;
+  const std::vector<ExportLoss> l1 = losses_of(mapped, 1);
+  ASSERT_EQ(l1.size(), 2u);
+  EXPECT_EQ(l1[0].planned, "q4_0");
+  EXPECT_EQ(l1[0].exported, "4 bits");
+  EXPECT_EQ(l1[1].exported, "8 bits");
 }
 
 // The settings KVTuner takes as constructor arguments travel in the header comment.
