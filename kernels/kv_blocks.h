@@ -114,6 +114,12 @@ inline constexpr int kRowScaleBytes = 4;
 // the inner format's; the rotation needs the whole row in registers, hence a bound.
 inline constexpr int kMaxRotatedRow = 512;
 
+// A row the Hadamard-rotated formats can pack: a power of two of at most kMaxRotatedRow values
+// (the transform's butterflies need the power of two; the bound keeps its scratch on the stack).
+KVPLAN_HD constexpr bool rotated_row_fits(long row_values) {
+  return row_values > 0 && (row_values & (row_values - 1)) == 0 && row_values <= kMaxRotatedRow;
+}
+
 inline constexpr int kNvfp4Group = 16;
 inline constexpr int kNvfp4GroupCodeBytes = 8;
 

@@ -98,8 +98,7 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
       f.row_bytes = f.unit_bytes;
       break;
     case RowUnit::kRotatedBlocks:
-      if (row_values % t.unit_values != 0 || (row_values & (row_values - 1)) != 0 ||
-          row_values > kMaxRotatedRow) {
+      if (row_values % t.unit_values != 0 || !rotated_row_fits(row_values)) {
         return false;
       }
       f.unit_values = row_values;

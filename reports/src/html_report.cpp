@@ -151,6 +151,27 @@ std::string long_context_table(const ReportData& d) {
   return out + "</table>\n";
 }
 
+std::string engine_table(const ReportData& d) {
+  std::string out =
+      "<table>\n<tr><th class=\"l\">engine</th><th class=\"l\">layer structure</th>"
+      "<th>B/token</th><th>mean KL</th><th>top-1</th><th class=\"l\">best uniform</th>"
+      "<th>plan - best uniform [95 % CI]</th></tr>\n";
+  for (const EnginePlanRow& e : d.engine_plans) {
+    out += fmt::format(
+        "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td class=\"l\">{}</td><td>{}</td></tr>\n",
+        esc(e.engine), esc(e.structure), fmt::format("{:.0f}", e.bytes_per_token),
+        e.mean_kl ? format_significant(*e.mean_kl) : "-",
+        e.top1 ? fmt::format("{:.2f} %", 100 * *e.top1) : "-",
+        e.best_uniform_kl
+            ? esc(fmt::format("{} ({})", e.best_uniform, format_significant(*e.best_uniform_kl)))
+            : "-",
+        e.diff ? fmt::format("{:+.4f} [{:+.4f}, {:+.4f}]", *e.diff, *e.diff_low, *e.diff_high)
+               : "-");
+  }
+  return out + "</table>\n";
+}
+
 std::string memory_table(const ReportData& d) {
   std::string out =
       "<table>\n<tr><th class=\"l\">KV</th><th>equivalent bits</th><th>B/token</th>"
@@ -241,6 +262,13 @@ std::string html_report(const ReportData& d) {
     h += long_context_table(d);
   }
 
+  if (!d.engine_plans.empty()) {
+    h += "<h2 id=\"engines\">Plans per serving engine</h2>\n";
+    h += "<p>The best plan each engine runs at this budget (<code>kvplan search --engine E</code>: "
+         "its formats and its per-layer structure only), measured on the same report text; the "
+         "interval is the engine's plan against the best uniform pair of any format.</p>\n";
+    h += engine_table(d);
+  }
   h += "<h2 id=\"provenance\">Provenance</h2>\n";
   h += facts(d.provenance);
   h += "</body>\n</html>\n";

@@ -172,6 +172,26 @@ std::string markdown_report(const ReportData& d) {
                 format_significant(p.plan_mean_kl / p.baseline_mean_kl, 3)});
     }
   }
+  if (!d.engine_plans.empty()) {
+    m += "\n## Plans per serving engine\n\n"
+         "The best plan each engine runs at this budget (`kvplan search --engine E`: its formats "
+         "and its per-layer structure only), measured on the same report text; the interval is "
+         "the engine's plan against the best uniform pair of any format:\n\n";
+    m += header({"engine", "layer structure", "B/token", "mean KL", "top-1", "best uniform",
+                 "plan - best uniform [95 % CI]"},
+                2);
+    for (const EnginePlanRow& e : d.engine_plans) {
+      m += row({e.engine, e.structure, fmt::format("{:.0f}", e.bytes_per_token),
+                e.mean_kl ? format_significant(*e.mean_kl) : "-",
+                e.top1 ? fmt::format("{:.2f} %", 100 * *e.top1) : "-",
+                e.best_uniform_kl
+                    ? fmt::format("{} ({})", e.best_uniform, format_significant(*e.best_uniform_kl))
+                    : "-",
+                e.diff
+                    ? fmt::format("{:+.4f} [{:+.4f}, {:+.4f}]", *e.diff, *e.diff_low, *e.diff_high)
+                    : "-"});
+    }
+  }
   m += "\n## Provenance\n\n" + facts(d.provenance);
   return m;
 }

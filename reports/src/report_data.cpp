@@ -371,4 +371,33 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   return d;
 }
 
+EnginePlanRow engine_plan_row(const NamedPlan& named, const PlanModel& model) {
+  const Plan& p = named.plan;
+  if (p.model.fingerprint != model.fingerprint) {
+    fail(ErrorCode::kInvalidArgument, "{}: a plan of model {} ({}), the report's is {} ({})",
+         named.file_name, p.model.name, p.model.fingerprint, model.name, model.fingerprint);
+  }
+  const PlanQuality& q = p.results.quality;
+  if (!q.mean_kl) {
+    fail(ErrorCode::kInvalidArgument, "{}: quality.mean_kl: the plan was not measured",
+         named.file_name);
+  }
+  const SearchProvenance& pv = p.results.provenance;
+  EnginePlanRow r;
+  r.engine = pv.engine.empty() ? "kvplan" : pv.engine;
+  r.structure = pv.engine_structure.empty() ? "any pair on any layer" : pv.engine_structure;
+  r.file = named.file_name;
+  r.bytes_per_token = summarize_plan(p).bytes_per_token;
+  r.mean_kl = q.mean_kl;
+  r.top1 = q.top1_agreement;
+  if (q.best_uniform) {
+    r.best_uniform = q.best_uniform->kv;
+    r.best_uniform_kl = q.best_uniform->mean_kl;
+    r.diff = q.best_uniform->difference.plan_minus_baseline;
+    r.diff_low = q.best_uniform->difference.low;
+    r.diff_high = q.best_uniform->difference.high;
+  }
+  return r;
+}
+
 }  // namespace kvplan::report

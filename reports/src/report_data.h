@@ -85,6 +85,18 @@ struct MemoryRow {
   int64_t longest_context = 0;               // the longest single sequence that fits
 };
 
+// A plan searched for one serving engine (`kvplan search --engine E`), for the table that sets
+// the best plan each engine runs beside kvplan's own at one budget.
+struct EnginePlanRow {
+  std::string engine;     // "vllm"; "kvplan" for a plan searched without --engine
+  std::string structure;  // the per-layer structure the search took for it
+  std::string file;
+  double bytes_per_token = 0;
+  std::optional<double> mean_kl, top1;
+  std::string best_uniform;  // the best uniform pair of any format on the same text
+  std::optional<double> best_uniform_kl, diff, diff_low, diff_high;  // plan - best uniform
+};
+
 struct ReportData {
   std::string profile_file, plan_file;
   PlanModel model;
@@ -112,6 +124,9 @@ struct ReportData {
   std::string sliding_window_note;
   std::vector<MemoryRow> memory_rows;
 
+  // Plans searched per serving engine at the plan's budget (report --engine-plans); empty: none.
+  std::vector<EnginePlanRow> engine_plans;
+
   // Label / value rows, in display order.
   std::vector<std::pair<std::string, std::string>> validation_facts;
   std::vector<std::pair<std::string, std::string>> provenance;
@@ -129,5 +144,9 @@ std::vector<size_t> front_rows_shown(const std::vector<FrontPoint>& front, size_
 
 ReportData build_report_data(const NamedProfile& profile, const NamedPlan& plan,
                              const MemoryOptions& memory);
+
+// The row of a plan searched with --engine (or without: "kvplan"). Throws Error(kInvalidArgument)
+// naming the file when the plan is not of `model` (fingerprint) or has no measured quality.
+EnginePlanRow engine_plan_row(const NamedPlan& plan, const PlanModel& model);
 
 }  // namespace kvplan::report

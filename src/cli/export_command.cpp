@@ -2,6 +2,7 @@
 // vLLM arguments, TensorRT-LLM dtype ranges, ModelOpt's per-layer KV config, KVTuner YAML), with
 // notes and every loss: what the engine gets differently, per layer and field.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,7 +72,7 @@ ExportMeasure measure_export(const ExportOptions& o, const Plan& plan, const Pla
   m.plan_bytes = kv_bytes_per_token(plan.model.geometry, planned, plan.quantization);
   per_token.mode = QuantMode::kPerToken;
   m.engine_bytes = kv_bytes_per_token(plan.model.geometry, e.runs, per_token);
-  m.report = texts.report.source;
+  m.report = std::filesystem::path(texts.report.source).filename().string();
   return m;
 }
 

@@ -12,6 +12,7 @@
 #include "core/json_text.h"
 #include "formats/format.h"
 #include "formats/format_size.h"
+#include "plan/engine.h"
 
 namespace kvplan::cli {
 namespace {
@@ -35,6 +36,12 @@ void run_formats(const FormatsOptions& o) {
                           {"version", info.version},
                           {"nominal_bits", info.bits},
                           {"meaning", info.meaning}};
+    // The engines that store it (`--engine`, `kvplan export --to`).
+    nlohmann::json engines = nlohmann::json::array();
+    for (const EngineSpec& e : all_engines()) {
+      if (e.id != EngineId::kKvplan && engine_stores(e, f)) engines.push_back(e.name);
+    }
+    row["engines"] = engines;
     try {
       const size_t g = static_cast<size_t>(o.group_size);
       const double bytes =
@@ -45,7 +52,9 @@ void run_formats(const FormatsOptions& o) {
       row["effective_bits"] = 8.0 * bytes / static_cast<double>(d);
       row["overhead_bits"] = row["effective_bits"].get<double>() - info.bits;
     } catch (const Error& e) {
-      row["unsupported"] = info.block_values > 0
+      // Block formats say their rule in a few words; the rotated ones (head_dim a power of two)
+      // and the rest give the sizing's own reason.
+      row["unsupported"] = info.block_values > 0 && !info.rotated
                                ? "needs head_dim a multiple of " + std::to_string(info.block_values)
                                : std::string(e.what());
     }
@@ -67,10 +76,15 @@ void run_formats(const FormatsOptions& o) {
                   "-", "-", r["unsupported"].get<std::string>().c_str());
       continue;
     }
-    std::printf("%-19s %4d %4d %6d %10.6g %9.3f %9.3f  %s\n", r["name"].get<std::string>().c_str(),
-                r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(),
-                r["bytes_per_row"].get<double>(), r["effective_bits"].get<double>(),
-                r["overhead_bits"].get<double>(), r["meaning"].get<std::string>().c_str());
+    std::string engines;
+    for (const auto& e : r["engines"])
+      engines += (engines.empty() ? "" : ", ") + e.get<std::string>();
+    std::printf("%-19s %4d %4d %6d %10.6g %9.3f %9.3f  %s%s\n",
+                r["name"].get<std::string>().c_str(), r["id"].get<int>(), r["version"].get<int>(),
+                r["nominal_bits"].get<int>(), r["bytes_per_row"].get<double>(),
+                r["effective_bits"].get<double>(), r["overhead_bits"].get<double>(),
+                r["meaning"].get<std::string>().c_str(),
+                engines.empty() ? "" : (" [" + engines + "]").c_str());
   }
   std::printf("%-19s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",
               "-", "opaque engine slot: N bytes per token per KV head for K and V together");

@@ -24,6 +24,7 @@ struct ReportOptions {
   std::string profile, plan, output = "report.html", format = "html";
   std::string gpu_memory = "80GiB", weights_bytes;
   std::vector<std::string> contexts = {"4096", "32768", "131072"};
+  std::vector<std::string> engine_plans;
 };
 
 void run_report(const ReportOptions& o) {
@@ -40,9 +41,13 @@ void run_report(const ReportOptions& o) {
     memory.contexts.push_back(parse_token_count(c, "--context"));
 
   const std::filesystem::path profile_path(o.profile), plan_path(o.plan);
-  const report::ReportData data =
+  report::ReportData data =
       report::build_report_data({read_profile(profile_path), profile_path.filename().string()},
                                 {read_plan(plan_path), plan_path.filename().string()}, memory);
+  for (const std::string& p : o.engine_plans) {
+    data.engine_plans.push_back(report::engine_plan_row(
+        {read_plan(p), std::filesystem::path(p).filename().string()}, data.model));
+  }
   for (const std::string& w : data.warnings) spdlog::warn("{}", w);
   const std::string text =
       o.format == "html" ? report::html_report(data) : report::markdown_report(data);
@@ -69,6 +74,10 @@ void register_report_command(CLI::App& app) {
   cmd->add_option("--format", o->format, "html (default) or md");
   cmd->add_option("--gpu-memory", o->gpu_memory, "GPU memory for 'what fits' (default 80GiB)");
   cmd->add_option("--weights-bytes", o->weights_bytes, "Memory the weights take, e.g. 1GiB");
+  cmd->add_option("--engine-plans", o->engine_plans,
+                  "Plans searched with --engine at the same budget (comma-separated): a table of "
+                  "the best plan per serving engine")
+      ->delimiter(',');
   cmd->add_option("--context", o->contexts, "Context lengths (default 4096,32768,131072)")
       ->delimiter(',');
   cmd->callback([o] { run_report(*o); });

@@ -45,8 +45,7 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
              "blocks (use int8/int4/int2, whose group is clamped to the row)",
              info.name, info.block_values, n_values);
       }
-      if (info.rotated &&
-          ((n_values & (n_values - 1)) != 0 || n_values > static_cast<size_t>(kMaxRotatedRow))) {
+      if (info.rotated && !rotated_row_fits(static_cast<long>(n_values))) {
         fail(ErrorCode::kInvalidArgument,
              "format {} rotates whole rows with a Hadamard transform: a row of {} values is not a "
              "power of two up to {}",

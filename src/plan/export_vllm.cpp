@@ -69,7 +69,10 @@ PlanExport export_vllm(const Plan& plan) {
     const KvPair& p = l.pair;
     if (skipped[i]) {
       skip.push_back(l.index);
-      exported.push_back(KvPair::parse("bf16/bf16"));
+      // The model's dtype: the plan's own when both sides are one 16-bit format, else bf16.
+      const bool model_dtype =
+          p.key == p.value && (p.key.id() == FormatId::kF16 || p.key.id() == FormatId::kBF16);
+      exported.push_back(model_dtype ? p : KvPair::parse("bf16/bf16"));
       for (const auto& [side, f] : {std::pair{"key", p.key}, std::pair{"value", p.value}}) {
         if (f.id() == FormatId::kF16 || f.id() == FormatId::kBF16) continue;
         e.losses.push_back({l.index, side, f.name(), "auto (the model's dtype)",

@@ -50,6 +50,25 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult small = run_kvplan("formats --head-dim 8");
   ASSERT_EQ(small.exit_code, 0);
   EXPECT_NE(small.out.find("needs head_dim a multiple of 32"), std::string::npos);
+  // The rotated formats need a power of two, which 96 is not (though it is a multiple of 32).
+  const RunResult odd = run_kvplan("formats --head-dim 96 --json");
+  for (const auto& f : nlohmann::json::parse(odd.out)["formats"]) {
+    if (f["name"] == "q4_0_had") {
+      EXPECT_NE(f["unsupported"].get<std::string>().find("power of two"), std::string::npos) << f;
+    }
+    if (f["name"] == "q4_0") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 54);
+    }
+  }
+  // Each format lists the engines that store it.
+  for (const auto& f : j["formats"]) {
+    if (f["name"] == "nvfp4") {
+      EXPECT_EQ(f["engines"], nlohmann::json({"vllm", "trtllm", "modelopt"}));
+    }
+    if (f["name"] == "int4") {
+      EXPECT_EQ(f["engines"], nlohmann::json({"hf"}));
+    }
+  }
   EXPECT_EQ(run_kvplan("formats --head-dim 0").exit_code, 2);
   const RunResult help = run_kvplan("formats --help");
   EXPECT_EQ(help.exit_code, 0);

@@ -162,7 +162,8 @@ TEST_F(TuneCommand, PlanBeatsUniformWithinBudgetAndIsReproducible) {
 // --engine vllm: only what vLLM runs (one dtype per layer, fp8 or the model's 16-bit dtype), so
 // the export to vLLM changes no layer's format; llama.cpp's cache types cannot hold head_dim 8.
 TEST_F(TuneCommand, EngineSearchGivesAPlanTheEngineRunsAsItIs) {
-  const RunResult r = run_kvplan(tune("v.json", "--engine vllm"));
+  const RunResult r =
+      run_kvplan(tune("v.json", "--engine vllm --profile-out " + (dir_ / "profile.json").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto plan = read_json(dir_ / "v.json");
   EXPECT_EQ(plan["provenance"]["engine"], "vllm");
@@ -179,6 +180,25 @@ TEST_F(TuneCommand, EngineSearchGivesAPlanTheEngineRunsAsItIs) {
   for (const auto& loss : nlohmann::json::parse(e.out)["losses"]) {
     EXPECT_NE(loss["field"].get<std::string>().find("scales"), std::string::npos) << loss;
   }
+  // What vLLM runs of its own plan, measured on the report text against the plan: the same pairs
+  // give the same KL and bytes.
+  const RunResult measured =
+      run_kvplan("-q export --json --plan " + (dir_ / "v.json").string() +
+                 " --to vllm --measure --ctx 128 "
+                 "--profile " +
+                 (dir_ / "profile.json").string() + " --model " + model_.string());
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  const auto m = nlohmann::json::parse(measured.out)["measured"];
+  EXPECT_EQ(m["report"], "report.jsonl");
+  EXPECT_GT(m["plan_mean_kl"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(m["engine_mean_kl"].get<double>(), m["plan_mean_kl"].get<double>());
+  EXPECT_DOUBLE_EQ(m["engine_bytes_per_token"].get<double>(),
+                   m["plan_bytes_per_token"].get<double>());
+  // --measure without the profile it needs: one line, exit 2.
+  const RunResult no_profile =
+      run_kvplan("export --plan " + (dir_ / "v.json").string() + " --to vllm --measure");
+  EXPECT_EQ(no_profile.exit_code, 2);
+  EXPECT_NE(no_profile.err.find("--profile"), std::string::npos) << no_profile.err;
   // The same search for an engine kvplan cannot pack, and an unknown engine: one line, exit 2.
   for (const char* bad : {"--engine vllm-turboquant", "--engine sglang"}) {
     const RunResult b = run_kvplan(tune("b.json", bad));
