@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The best plan each serving engine can run at one budget, next to kvplan's own (issue 16): one
 # profile of every format, then `kvplan search --engine E` per engine on it, each plan's export,
-# and the table (scripts/engine_table.py) in OUT/engines-BUDGET.md.
+# the report of kvplan's plan with the per-engine table (`kvplan report --engine-plans`) in
+# OUT/engines/report-engines-BUDGET.{md,html}, and each plan's layers and export in
+# OUT/engines/engines-BUDGET.md (scripts/engine_table.py).
 #
 #   scripts/engine-table.sh                       # SmolLM2-135M at 6480 B/token -> reports/smollm2-135m
 #   scripts/engine-table.sh --model M.gguf --budget 6480 --out DIR
@@ -48,18 +50,25 @@ for engine in kvplan llamacpp ik-llamacpp vllm trtllm modelopt hf; do
     args+=("${engine}=${plan}:${work}/export-${engine}-${budget}.txt:${work}/mapped-${engine}-${budget}.json")
   fi
 done
+plans=()
+for engine in kvplan llamacpp ik-llamacpp vllm trtllm modelopt hf; do plans+=("${work}/plan-${engine}-${budget}.json"); done
+engine_plans="$(IFS=,; echo "${plans[*]}")"
+for format in md html; do
+  "${kvplan}" -q report --profile "${profile}" --plan "${work}/plan-kvplan-${budget}.json" \
+    --engine-plans "${engine_plans}" --format "${format}" -o "${work}/report-engines-${budget}.${format}"
+done
 {
   echo "# Best plan per serving engine at ${budget} B/token"
   echo
   echo "Model: \`$(basename "${model}")\`. One profile of every format kvplan packs"
   echo "(\`kvplan profile --formats all\`), then \`kvplan search --engine E --max-bytes-per-token ${budget}\`"
   echo "per engine: the search keeps only the formats the engine stores and the per-layer structure it"
-  echo "takes (docs/engine-kv-formats.md). Mean KL and top-1 are measured on the report text, which"
-  echo "chooses nothing; the interval is the paired bootstrap of the engine's plan against the best"
-  echo "uniform configuration of any format measured on the same text. Regenerate with"
-  echo "\`scripts/engine-table.sh\`."
+  echo "takes (docs/engine-kv-formats.md). The table of the plans, measured on the report text (which"
+  echo "chooses nothing) against the best uniform configuration of any format, is the section \"Plans"
+  echo "per serving engine\" of [report-engines-${budget}.md](report-engines-${budget}.md) (the report of"
+  echo "kvplan's own plan on the same profile). Regenerate with \`scripts/engine-table.sh\`."
   echo
   scripts/engine_table.py "${args[@]}"
-} > "${out}/engines-${budget}.md.tmp"
-mv "${out}/engines-${budget}.md.tmp" "${out}/engines-${budget}.md"
-echo "engine-table: wrote ${out}/engines-${budget}.md" >&2
+} > "${work}/engines-${budget}.md.tmp"
+mv "${work}/engines-${budget}.md.tmp" "${work}/engines-${budget}.md"
+echo "engine-table: wrote ${work}/engines-${budget}.md and report-engines-${budget}.{md,html}" >&2

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Renders the per-engine table of issue 16 from plans searched with `kvplan search --engine E`.
+"""What each engine's plan is and how to give it to the engine, beside the table `kvplan report
+--engine-plans` draws: the layers of each plan searched with `kvplan search --engine E`, its export,
+and kvplan's own plan mapped to each engine (`kvplan export --measure`).
 
     scripts/engine_table.py ENGINE=PLAN.json[:EXPORT.txt[:MAPPED.json]] ...  > engines.md
 
@@ -53,13 +55,7 @@ def main():
                 mapped.append((engine, m["exact"], len(m["losses"]), m["measured"]))
             except (OSError, ValueError, KeyError):
                 mapped.append((engine, None, None, None))
-    print("| engine | layer structure searched | B/token | mean KL | top-1 | best uniform (KL) | "
-          "engine plan - best uniform [95 % CI] |")
-    print("|---|---|---:|---:|---:|---|---|")
-    for e, structure, bpt, kl, top1, bu, bu_kl, ci, _ in rows:
-        print(f"| {e} | {structure} | {bpt:.0f} | {kl:.4f} | {100 * top1:.2f} % "
-              f"| {bu} ({bu_kl:.4f}) | {ci} |")
-    print("\nLayers of each engine's plan (runs of layers alike, layer 0 first):\n")
+    print("Layers of each engine's plan (runs of layers alike, layer 0 first):\n")
     for e, *_, layers in rows:
         print(f"- **{e}**: {layers}")
     if mapped:

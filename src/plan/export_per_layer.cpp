@@ -42,7 +42,8 @@ void note_side_loss(PlanExport& e, const EngineSpec& engine, int layer, const ch
 
 // One side's types over the layers as ik_llama.cpp takes them: a type for the first N layers, one
 // for the last M, one (-ctk/-ctv) for the rest. Layers between the first and last runs that differ
-// take the widest type among them (never fewer bits than planned), listed as losses.
+// take the widest type among them (never fewer bits than planned; the most frequent of equally
+// wide ones), listed as losses.
 struct FirstLastN {
   Format middle, first, last;
   int n_first = 0, n_last = 0;
@@ -64,9 +65,13 @@ FirstLastN first_last_n(const std::vector<Format>& t) {
     }
     return r;
   }
+  // The widest type between the runs; among equally wide ones the most frequent, then the first.
+  std::map<FormatId, int> count;
+  for (int i = first; i < n - last; ++i) ++count[t[i].id()];
   r.middle = t[first];
   for (int i = first; i < n - last; ++i) {
-    if (t[i].info().bits > r.middle.info().bits) r.middle = t[i];
+    const int bits = t[i].info().bits, best = r.middle.info().bits;
+    if (bits > best || (bits == best && count[t[i].id()] > count[r.middle.id()])) r.middle = t[i];
   }
   if (t[0] != r.middle) r.first = t[0], r.n_first = first;
   if (t[n - 1] != r.middle) r.last = t[n - 1], r.n_last = last;

@@ -89,10 +89,10 @@ PlanExport export_vllm(const Plan& plan) {
                                           std::tuple{"value", p.value, &l.fp8_scales.value}}) {
       if (f.has_tensor_scale() && !scales->empty()) {
         e.losses.push_back(
-            {l.index, std::string(side) + " fp8 scales",
+            {l.index, fmt::format("{} {} scales", side, f.name()),
              fmt::format("{} calibrated per-KV-head scales", scales->size()),
              "the checkpoint's scale (1.0 when it has none)",
-             "vLLM reads fp8 scales from the model checkpoint (per tensor, or per KV head with "
+             "vLLM reads K/V scales from the model checkpoint (per tensor, or per KV head with "
              "llm-compressor); its flags cannot carry the plan's"});
       }
       if (f == fp8) continue;

@@ -116,6 +116,12 @@ TEST(EngineExports, IkLlamaCppMapsWhatItCannotExpressAndListsIt) {
   EXPECT_EQ(e.losses[2].planned, "int8");
   EXPECT_EQ(e.losses[2].exported, "q8_0");
   EXPECT_NE(e.losses[2].reason.find("does not store int8"), std::string::npos);
+  // Equally wide types between the runs: the most frequent one is kept.
+  EXPECT_EQ(export_ik_llamacpp(plan_with({"q8_0/q8_0", "q4_0/q4_0", "iq4_nl/iq4_nl",
+                                          "iq4_nl/iq4_nl", "q8_0/q8_0"}))
+                .text,
+            "-ctk iq4_nl -ctv iq4_nl -ctk-first q8_0,1 -ctk-last q8_0,1 -ctv-first q8_0,1 "
+            "-ctv-last q8_0,1 -fa");
 }
 
 TEST(EngineExports, TrtllmWritesContiguousDtypeRangesOverEveryLayer) {

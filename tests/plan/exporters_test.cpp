@@ -191,7 +191,7 @@ TEST(Exporters, VllmExpressesFp8AndSkippedLayersOnly) {
   const PlanExport s = export_vllm(scaled);
   EXPECT_EQ(s.text, "--kv-cache-dtype fp8_e4m3");
   ASSERT_EQ(s.losses.size(), 1u);
-  EXPECT_EQ(s.losses[0].field, "key fp8 scales");
+  EXPECT_EQ(s.losses[0].field, "key fp8_e4m3 scales");
   EXPECT_EQ(s.losses[0].planned, "2 calibrated per-KV-head scales");
 }
 
