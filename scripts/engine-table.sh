@@ -5,11 +5,12 @@
 # OUT/engines/report-engines-BUDGET.{md,html}, and each plan's layers and export in
 # OUT/engines/engines-BUDGET.md (scripts/engine_table.py).
 #
-#   scripts/engine-table.sh                       # SmolLM2-135M at 6480 B/token -> reports/smollm2-135m
+#   scripts/engine-table.sh          # SmolLM2-135M at 6480 B/token -> reports/smollm2-135m/engines
 #   scripts/engine-table.sh --model M.gguf --budget 6480 --out DIR
 #
 # Every search measures its plan and the uniform baselines on the report text (never used to
-# choose); about 3-6 minutes per engine on 2 cores, after a profile of about 1-2 minutes.
+# choose); about 5-10 minutes per engine on 2 cores, after a profile of 1-3 minutes. Files already
+# in OUT/engines (the profile, a plan) are kept: delete them to compute them again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
@@ -31,42 +32,51 @@ work="${out}/engines"
 mkdir -p "${work}"
 profile="${work}/profile-all-formats.json"
 [[ -f "${profile}" ]] || "${kvplan}" -q profile --model "${model}" --formats all -o "${profile}"
-args=()
-for engine in kvplan llamacpp ik-llamacpp vllm trtllm modelopt hf; do
+engines=(kvplan llamacpp ik-llamacpp vllm trtllm modelopt hf)
+args=() plans=()
+for engine in "${engines[@]}"; do
   plan="${work}/plan-${engine}-${budget}.json"
+  plans+=("${plan}")
   echo "engine-table: ${engine}" >&2
   # Long-context KL is left out: the table compares the engines on the report windows.
-  "${kvplan}" -q search --profile "${profile}" --model "${model}" --max-bytes-per-token "${budget}" \
-    --engine "${engine}" --long-context-tokens 0 -o "${plan}" > "${work}/search-${engine}-${budget}.txt"
+  if [[ ! -f "${plan}" ]]; then
+    "${kvplan}" -q search --profile "${profile}" --model "${model}" \
+      --max-bytes-per-token "${budget}" --engine "${engine}" --long-context-tokens 0 \
+      -o "${plan}" > "${work}/search-${engine}-${budget}.txt"
+  fi
   if [[ "${engine}" == kvplan ]]; then
     args+=("${engine}=${plan}")
-  else
-    "${kvplan}" export --plan "${plan}" --to "${engine}" -o "${work}/export-${engine}-${budget}.txt" \
-      2> "${work}/export-${engine}-${budget}.notes.txt"
-    # kvplan's own plan as this engine would run it: the nearest configuration, measured.
-    "${kvplan}" -q export --plan "${work}/plan-kvplan-${budget}.json" --to "${engine}" --measure \
-      --profile "${profile}" --model "${model}" --json > "${work}/mapped-${engine}-${budget}.json" \
-      || echo "engine-table: kvplan's plan does not map to ${engine}" >&2
-    args+=("${engine}=${plan}:${work}/export-${engine}-${budget}.txt:${work}/mapped-${engine}-${budget}.json")
+    continue
   fi
+  export_txt="${work}/export-${engine}-${budget}.txt"
+  mapped="${work}/mapped-${engine}-${budget}.json"
+  "${kvplan}" export --plan "${plan}" --to "${engine}" -o "${export_txt}" \
+    2> "${work}/export-${engine}-${budget}.notes.txt"
+  # kvplan's own plan as this engine would run it: the nearest configuration, measured; an
+  # engine that stores none of its formats refuses it (an empty file, "refused" in the table).
+  "${kvplan}" -q export --plan "${work}/plan-kvplan-${budget}.json" --to "${engine}" --measure \
+    --profile "${profile}" --model "${model}" --json > "${mapped}" \
+    || echo "engine-table: kvplan's plan does not map to ${engine}" >&2
+  args+=("${engine}=${plan}:${export_txt}:${mapped}")
 done
-plans=()
-for engine in kvplan llamacpp ik-llamacpp vllm trtllm modelopt hf; do plans+=("${work}/plan-${engine}-${budget}.json"); done
 engine_plans="$(IFS=,; echo "${plans[*]}")"
 for format in md html; do
   "${kvplan}" -q report --profile "${profile}" --plan "${work}/plan-kvplan-${budget}.json" \
-    --engine-plans "${engine_plans}" --format "${format}" -o "${work}/report-engines-${budget}.${format}"
+    --engine-plans "${engine_plans}" --format "${format}" \
+    -o "${work}/report-engines-${budget}.${format}"
 done
 {
   echo "# Best plan per serving engine at ${budget} B/token"
   echo
   echo "Model: \`$(basename "${model}")\`. One profile of every format kvplan packs"
-  echo "(\`kvplan profile --formats all\`), then \`kvplan search --engine E --max-bytes-per-token ${budget}\`"
-  echo "per engine: the search keeps only the formats the engine stores and the per-layer structure it"
-  echo "takes (docs/engine-kv-formats.md). The table of the plans, measured on the report text (which"
-  echo "chooses nothing) against the best uniform configuration of any format, is the section \"Plans"
-  echo "per serving engine\" of [report-engines-${budget}.md](report-engines-${budget}.md) (the report of"
-  echo "kvplan's own plan on the same profile). Regenerate with \`scripts/engine-table.sh\`."
+  echo "(\`kvplan profile --formats all\`), then"
+  echo "\`kvplan search --engine E --max-bytes-per-token ${budget}\` per engine: the search keeps"
+  echo "only the formats the engine stores and the per-layer structure it takes"
+  echo "(docs/engine-kv-formats.md). The table of the plans, measured on the report text (which"
+  echo "chooses nothing) against the best uniform configuration of any format, is the section"
+  echo "\"Plans per serving engine\" of [report-engines-${budget}.md](report-engines-${budget}.md)"
+  echo "(the report of kvplan's own plan on the same profile). Regenerate with"
+  echo "\`scripts/engine-table.sh\`."
   echo
   scripts/engine_table.py "${args[@]}"
 } > "${work}/engines-${budget}.md.tmp"

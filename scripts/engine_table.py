@@ -28,7 +28,7 @@ def runs(layers):
 
 def main():
     if len(sys.argv) < 2:
-        sys.exit("usage: engine_table.py ENGINE=PLAN.json[:EXPORT.txt] ...")
+        sys.exit("usage: engine_table.py ENGINE=PLAN.json[:EXPORT.txt[:MAPPED.json]] ...")
     rows, exports, mapped = [], [], []
     for arg in sys.argv[1:]:
         engine, files = arg.split("=", 1)
@@ -36,15 +36,7 @@ def main():
         export_path, _, mapped_path = rest.partition(":")
         with open(plan_path, encoding="utf-8") as f:
             plan = json.load(f)
-        q = plan["quality"]
-        best = q.get("best_uniform", {})
-        prov = plan.get("provenance", {})
-        interval = (f"{best['kl_difference']:+.4f} [{best['kl_difference_low']:+.4f}, "
-                    f"{best['kl_difference_high']:+.4f}]") if best else "n/a"
-        rows.append((engine, prov.get("engine_structure", "any pair on any layer"),
-                     plan["summary"]["bytes_per_token"], q["mean_kl"], q["top1_agreement"],
-                     best.get("kv", "n/a"), best.get("mean_kl", float("nan")), interval,
-                     runs(plan["layers"])))
+        rows.append((engine, runs(plan["layers"])))
         if export_path:
             with open(export_path, encoding="utf-8") as f:
                 exports.append((engine, f.read().rstrip("\n")))
@@ -56,11 +48,12 @@ def main():
             except (OSError, ValueError, KeyError):
                 mapped.append((engine, None, None, None))
     print("Layers of each engine's plan (runs of layers alike, layer 0 first):\n")
-    for e, *_, layers in rows:
+    for e, layers in rows:
         print(f"- **{e}**: {layers}")
     if mapped:
-        print("\nkvplan's own plan mapped to each engine (`kvplan export --to ENGINE --measure`): the "
-              "nearest configuration the engine runs, measured on the same report text.\n")
+        print("\nkvplan's own plan mapped to each engine (`kvplan export --to ENGINE "
+              "--measure`): the nearest configuration the engine runs, measured on the same "
+              "report text.\n")
         print("| engine | exact | losses | B/token | mean KL | engine - kvplan plan [95 % CI] |")
         print("|---|---|---:|---:|---:|---|")
         for e, exact, n_losses, m in mapped:

@@ -40,6 +40,22 @@ void note_side_loss(PlanExport& e, const EngineSpec& engine, int layer, const ch
                                         planned.name(), engine_format_list(engine))});
 }
 
+// Each layer's one dtype for an engine that stores one per layer (the wider side's, mapped to
+// the engine's formats), with the pairs it runs and every side that changes.
+std::vector<Format> one_dtype_per_layer(PlanExport& e, const EngineSpec& engine, const Plan& plan,
+                                        const char* why_same) {
+  std::vector<Format> dtypes;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const PlanLayer& l = plan.layers[i];
+    const Format d = layer_dtype(engine, l.pair, plan.model.geometry.layers.at(i).head_dim);
+    e.runs.push_back(KvPair::uniform(d));
+    note_side_loss(e, engine, l.index, "key", l.pair.key, d, why_same);
+    note_side_loss(e, engine, l.index, "value", l.pair.value, d, why_same);
+    dtypes.push_back(d);
+  }
+  return dtypes;
+}
+
 // One side's types over the layers as ik_llama.cpp takes them: a type for the first N layers, one
 // for the last M, one (-ctk/-ctv) for the rest. Layers between the first and last runs that differ
 // take the widest type among them (never fewer bits than planned; the most frequent of equally
@@ -116,10 +132,6 @@ bool packs_row(const Format& f, int head_dim) {
   }
 }
 
-int head_dim_of(const Plan& plan, size_t layer) {
-  return plan.model.geometry.layers.at(layer).head_dim;
-}
-
 }  // namespace
 
 Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim) {
@@ -154,9 +166,9 @@ PlanExport export_ik_llamacpp(const Plan& plan) {
   PlanExport e;
   std::vector<Format> keys, values;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
-    const PlanLayer& l = plan.layers[i];
-    keys.push_back(nearest_engine_format(ik, l.pair.key, head_dim_of(plan, i)));
-    values.push_back(nearest_engine_format(ik, l.pair.value, head_dim_of(plan, i)));
+    const int head_dim = plan.model.geometry.layers.at(i).head_dim;
+    keys.push_back(nearest_engine_format(ik, plan.layers[i].pair.key, head_dim));
+    values.push_back(nearest_engine_format(ik, plan.layers[i].pair.value, head_dim));
   }
   const FirstLastN k = first_last_n(keys), v = first_last_n(values);
   const int n = static_cast<int>(plan.layers.size());
@@ -191,20 +203,17 @@ PlanExport export_ik_llamacpp(const Plan& plan) {
 }
 
 PlanExport export_trtllm(const Plan& plan) {
-  const EngineSpec& trt = engine_spec(EngineId::kTrtllm);
   PlanExport e;
+  const std::vector<Format> dtypes =
+      one_dtype_per_layer(e, engine_spec(EngineId::kTrtllm), plan,
+                          "TensorRT-LLM stores one dtype for K and V of a layer: the wider side's");
   std::vector<std::pair<std::string, std::vector<int>>> runs;  // dtype, layers
   for (size_t i = 0; i < plan.layers.size(); ++i) {
-    const PlanLayer& l = plan.layers[i];
-    const Format d = layer_dtype(trt, l.pair, head_dim_of(plan, i));
-    e.runs.push_back(KvPair::uniform(d));
-    const char* one = "TensorRT-LLM stores one dtype for K and V of a layer: the wider side's";
-    note_side_loss(e, trt, l.index, "key", l.pair.key, d, one);
-    note_side_loss(e, trt, l.index, "value", l.pair.value, d, one);
-    const std::string name = trtllm_dtype(d);
-    if (runs.empty() || runs.back().first != name || runs.back().second.back() + 1 != l.index)
+    const int layer = plan.layers[i].index;
+    const std::string name = trtllm_dtype(dtypes[i]);
+    if (runs.empty() || runs.back().first != name || runs.back().second.back() + 1 != layer)
       runs.push_back({name, {}});
-    runs.back().second.push_back(l.index);
+    runs.back().second.push_back(layer);
   }
   std::string ranges;
   for (const auto& [dtype, layers] : runs) {
@@ -225,19 +234,15 @@ PlanExport export_trtllm(const Plan& plan) {
 }
 
 PlanExport export_modelopt(const Plan& plan) {
-  const EngineSpec& mo = engine_spec(EngineId::kModelopt);
   PlanExport e;
+  const std::vector<Format> dtypes =
+      one_dtype_per_layer(e, engine_spec(EngineId::kModelopt), plan,
+                          "ModelOpt's per-layer KV config gives a layer one algorithm for K and V");
   std::vector<std::pair<int, std::string>> layers;  // layer, quant_algo, in plan order
   std::map<std::string, int> algos;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
-    const PlanLayer& l = plan.layers[i];
-    const Format d = layer_dtype(mo, l.pair, head_dim_of(plan, i));
-    e.runs.push_back(KvPair::uniform(d));
-    const char* one = "ModelOpt's per-layer KV config gives a layer one algorithm for K and V";
-    note_side_loss(e, mo, l.index, "key", l.pair.key, d, one);
-    note_side_loss(e, mo, l.index, "value", l.pair.value, d, one);
-    if (is_model_dtype(d)) continue;  // a layer not listed is not KV-quantized
-    layers.push_back({l.index, d.id() == FormatId::kNvfp4 ? "NVFP4" : "FP8"});
+    if (is_model_dtype(dtypes[i])) continue;  // a layer not listed is not KV-quantized
+    layers.push_back({plan.layers[i].index, dtypes[i].id() == FormatId::kNvfp4 ? "NVFP4" : "FP8"});
     ++algos[layers.back().second];
   }
   std::string body;

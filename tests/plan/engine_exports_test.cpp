@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "plan/exporters.h"
+#include "plan/plan_fixtures.h"
 
 namespace kvplan {
 namespace {
@@ -33,19 +34,7 @@ const std::string kVllmDtypes =
     "int4_per_token_head|int8_per_token_head|fp8_per_token_head|nvfp4|nvfp4_4over6)";
 const std::string kTrtDtypes = "(fp8|nvfp4|float16|bfloat16|auto)";
 
-Plan plan_with(const std::vector<const char*>& pairs, int head_dim = 64) {
-  Plan p;
-  p.tool_version = "test";
-  p.model.name = "m";
-  p.model.geometry = KvGeometry::uniform("m", static_cast<int>(pairs.size()), 2, head_dim);
-  for (size_t l = 0; l < pairs.size(); ++l) {
-    PlanLayer layer;
-    layer.index = static_cast<int>(l);
-    layer.pair = KvPair::parse(pairs[l]);
-    p.layers.push_back(layer);
-  }
-  return p;
-}
+using test::plan_with;
 
 bool matches(const std::string& text, const std::string& pattern) {
   return std::regex_match(text, std::regex(pattern));

@@ -1,4 +1,5 @@
 #include "plan/exporters.h"
+#include "plan/plan_fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -7,19 +8,7 @@
 namespace kvplan {
 namespace {
 
-Plan plan_with(const std::vector<const char*>& pairs, int head_dim = 64) {
-  Plan p;
-  p.tool_version = "test";
-  p.model.name = "m";
-  p.model.geometry = KvGeometry::uniform("m", static_cast<int>(pairs.size()), 2, head_dim);
-  for (size_t l = 0; l < pairs.size(); ++l) {
-    PlanLayer layer;
-    layer.index = static_cast<int>(l);
-    layer.pair = KvPair::parse(pairs[l]);
-    p.layers.push_back(layer);
-  }
-  return p;
-}
+using test::plan_with;
 
 // The YAML without its comment lines.
 std::string yaml_body(const std::string& text) {
