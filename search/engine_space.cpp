@@ -13,10 +13,6 @@
 namespace kvplan::search {
 namespace {
 
-bool is_model_dtype(const Format& f) {
-  return f.id() == FormatId::kF16 || f.id() == FormatId::kBF16;
-}
-
 SearchSpace space_of(std::vector<LayerCandidates> layers, std::vector<LayerGroup> groups,
                      MemoryMeasure measure, double budget) {
   SearchSpace s;

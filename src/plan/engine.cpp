@@ -41,11 +41,11 @@ constexpr std::array kEngines{
                ""},
 };
 
+}  // namespace
+
 bool is_model_dtype(const Format& f) {
   return f.id() == FormatId::kF16 || f.id() == FormatId::kBF16;
 }
-
-}  // namespace
 
 std::span<const EngineSpec> all_engines() {
   return kEngines;

@@ -59,6 +59,9 @@ const EngineSpec& engine_spec(EngineId id);
 EngineId parse_engine(std::string_view name);
 std::string engine_names();
 
+// f16 or bf16: what an engine that keeps layers at "the model's dtype" stores them in.
+bool is_model_dtype(const Format& f);
+
 // True when the engine stores `f` (for keys or values).
 bool engine_stores(const EngineSpec& engine, const Format& f);
 // True when one layer of the engine can hold this pair (both formats stored, and one dtype when

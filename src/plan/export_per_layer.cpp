@@ -18,12 +18,8 @@
 namespace kvplan {
 namespace {
 
-bool is_model_dtype(const Format& f) {
-  return f.id() == FormatId::kF16 || f.id() == FormatId::kBF16;
-}
-
-// The side `f` becomes on a layer of an engine that stores one dtype for K and V: the mapped
-// format of the wider side.
+// The one dtype a layer takes on an engine that stores one for K and V: its wider side's, mapped
+// to the engine's formats.
 Format layer_dtype(const EngineSpec& engine, const KvPair& p, int head_dim) {
   const Format k = nearest_engine_format(engine, p.key, head_dim),
                v = nearest_engine_format(engine, p.value, head_dim);
@@ -67,6 +63,7 @@ struct FirstLastN {
 
 FirstLastN first_last_n(const std::vector<Format>& t) {
   const int n = static_cast<int>(t.size());
+  if (n == 0) return {};
   int first = 1;
   while (first < n && t[first] == t[0]) ++first;
   if (first == n) return {t[0], t[0], t[0], 0, 0};

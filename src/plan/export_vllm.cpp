@@ -70,11 +70,10 @@ PlanExport export_vllm(const Plan& plan) {
     if (skipped[i]) {
       skip.push_back(l.index);
       // The model's dtype: the plan's own when both sides are one 16-bit format, else bf16.
-      const bool model_dtype =
-          p.key == p.value && (p.key.id() == FormatId::kF16 || p.key.id() == FormatId::kBF16);
+      const bool model_dtype = p.key == p.value && is_model_dtype(p.key);
       exported.push_back(model_dtype ? p : KvPair::parse("bf16/bf16"));
       for (const auto& [side, f] : {std::pair{"key", p.key}, std::pair{"value", p.value}}) {
-        if (f.id() == FormatId::kF16 || f.id() == FormatId::kBF16) continue;
+        if (is_model_dtype(f)) continue;
         e.losses.push_back({l.index, side, f.name(), "auto (the model's dtype)",
                             is_16_bit_or_wider(f)
                                 ? "vLLM's auto stores the model's dtype"
