@@ -371,11 +371,21 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   return d;
 }
 
-EnginePlanRow engine_plan_row(const NamedPlan& named, const PlanModel& model) {
+EnginePlanRow engine_plan_row(const NamedPlan& named, const Plan& report_plan) {
   const Plan& p = named.plan;
+  const PlanModel& model = report_plan.model;
   if (p.model.fingerprint != model.fingerprint) {
     fail(ErrorCode::kInvalidArgument, "{}: a plan of model {} ({}), the report's is {} ({})",
          named.file_name, p.model.name, p.model.fingerprint, model.name, model.fingerprint);
+  }
+  const std::optional<double> budget = p.results.provenance.budget_value,
+                              report_budget = report_plan.results.provenance.budget_value;
+  if (budget != report_budget) {
+    fail(ErrorCode::kInvalidArgument,
+         "{}: provenance.budget_value: searched at {}, the report's plan at {}; the engines' "
+         "plans are compared at one budget",
+         named.file_name, budget ? fmt::format("{}", *budget) : "no budget",
+         report_budget ? fmt::format("{}", *report_budget) : "no budget");
   }
   const PlanQuality& q = p.results.quality;
   if (!q.mean_kl) {

@@ -146,7 +146,8 @@ ReportData build_report_data(const NamedProfile& profile, const NamedPlan& plan,
                              const MemoryOptions& memory);
 
 // The row of a plan searched with --engine (or without: "kvplan"). Throws Error(kInvalidArgument)
-// naming the file when the plan is not of `model` (fingerprint) or has no measured quality.
-EnginePlanRow engine_plan_row(const NamedPlan& plan, const PlanModel& model);
+// naming the file when the plan is not of the report plan's model (fingerprint), was searched at
+// another budget, or has no measured quality.
+EnginePlanRow engine_plan_row(const NamedPlan& plan, const Plan& report_plan);
 
 }  // namespace kvplan::report

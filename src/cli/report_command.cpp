@@ -41,12 +41,13 @@ void run_report(const ReportOptions& o) {
     memory.contexts.push_back(parse_token_count(c, "--context"));
 
   const std::filesystem::path profile_path(o.profile), plan_path(o.plan);
+  const Plan plan = read_plan(plan_path);
   report::ReportData data =
       report::build_report_data({read_profile(profile_path), profile_path.filename().string()},
-                                {read_plan(plan_path), plan_path.filename().string()}, memory);
+                                {plan, plan_path.filename().string()}, memory);
   for (const std::string& p : o.engine_plans) {
     data.engine_plans.push_back(report::engine_plan_row(
-        {read_plan(p), std::filesystem::path(p).filename().string()}, data.model));
+        {read_plan(p), std::filesystem::path(p).filename().string()}, plan));
   }
   for (const std::string& w : data.warnings) spdlog::warn("{}", w);
   const std::string text =

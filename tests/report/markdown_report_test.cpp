@@ -35,9 +35,9 @@ TEST(MarkdownReport, PlansPerServingEngineTable) {
   vllm.results.provenance.engine_structure = "one quantized dtype, fp8_e4m3";
   vllm.results.quality.mean_kl = 0.0123;
   vllm.results.quality.best_uniform = BestUniform{"KV4", 0.3, {-0.2877, -0.3, -0.27, ""}, 0.041};
-  d.engine_plans.push_back(
-      report::engine_plan_row({tiny_plan(profile), "plan-kvplan.json"}, d.model));
-  d.engine_plans.push_back(report::engine_plan_row({vllm, "plan-vllm.json"}, d.model));
+  const Plan plan = tiny_plan(profile);
+  d.engine_plans.push_back(report::engine_plan_row({plan, "plan-kvplan.json"}, plan));
+  d.engine_plans.push_back(report::engine_plan_row({vllm, "plan-vllm.json"}, plan));
   const std::string md = report::markdown_report(d);
   EXPECT_NE(md.find("## Plans per serving engine"), std::string::npos);
   EXPECT_NE(md.find("| kvplan | any pair on any layer | 112 | 0.05000 | 90.00 % | - | - |"),
@@ -50,10 +50,13 @@ TEST(MarkdownReport, PlansPerServingEngineTable) {
       << md;
   Plan other = vllm;
   other.model.fingerprint = "elsewhere";
-  EXPECT_THROW((void)report::engine_plan_row({other, "other.json"}, d.model), Error);
+  EXPECT_THROW((void)report::engine_plan_row({other, "other.json"}, plan), Error);
   Plan unmeasured = vllm;
   unmeasured.results.quality.mean_kl.reset();
-  EXPECT_THROW((void)report::engine_plan_row({unmeasured, "u.json"}, d.model), Error);
+  EXPECT_THROW((void)report::engine_plan_row({unmeasured, "u.json"}, plan), Error);
+  Plan elsewhere = vllm;  // searched at another budget
+  elsewhere.results.provenance.budget_value = 4000;
+  EXPECT_THROW((void)report::engine_plan_row({elsewhere, "b.json"}, plan), Error);
 }
 
 }  // namespace
