@@ -51,6 +51,37 @@ TEST_F(ReportCommand, CommittedReferenceReportsAreWhatTheCommandWritesToday) {
   }
 }
 
+// The per-engine reference (scripts/engine-table.sh): kvplan's plan on the all-formats profile with
+// the table of the best plan each serving engine runs at the same budget.
+TEST_F(ReportCommand, CommittedEngineTableIsWhatTheCommandWritesToday) {
+  const std::string dir = "smollm2-135m";
+  std::string plans;
+  for (const char* engine :
+       {"kvplan", "llamacpp", "ik-llamacpp", "vllm", "trtllm", "modelopt", "hf"}) {
+    plans += (plans.empty() ? "" : ",") +
+             reference(dir, std::string("engines/plan-") + engine + "-6480.json");
+  }
+  for (const std::string format : {"html", "md"}) {
+    const std::string file = "report-engines-6480." + format;
+    const RunResult r =
+        run_kvplan("-q report --profile " + reference(dir, "engines/profile-all-formats.json") +
+                   " --plan " + reference(dir, "engines/plan-kvplan-6480.json") +
+                   " --engine-plans " + plans + " --format " + format + " -o " + out(file));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(slurp(out(file)) == slurp(reference(dir, "engines/" + file)))
+        << "reports/" << dir << "/engines/" << file << " is stale: run scripts/engine-table.sh";
+  }
+  // Every engine's plan keeps within the budget and runs on its engine as it is.
+  const std::string md = slurp(reference(dir, "engines/report-engines-6480.md"));
+  EXPECT_NE(md.find("## Plans per serving engine"), std::string::npos);
+  for (const char* engine : {"llamacpp", "ik-llamacpp", "vllm", "trtllm", "modelopt", "hf"}) {
+    const nlohmann::json plan = nlohmann::json::parse(
+        slurp(reference(dir, std::string("engines/plan-") + engine + "-6480.json")));
+    EXPECT_EQ(plan["provenance"]["engine"], engine);
+    EXPECT_LE(plan["summary"]["bytes_per_token"].get<double>(), 6480.0);
+  }
+}
+
 // The claim the reference plans stand for: on the report text, each plan's mean KL is at most the
 // best uniform configuration's within its budget, and at most 0.9 x at two budgets or more.
 TEST_F(ReportCommand, ReferencePlansBeatTheBestUniformConfigurationOnTheReportText) {
