@@ -3,9 +3,11 @@
 // refuses a plan an engine cannot express any part of. Grammars: docs/engine-kv-formats.md
 // sections 5, 7 and 8.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,9 +22,10 @@ namespace {
 
 // The one dtype a layer takes on an engine that stores one for K and V: its wider side's, mapped
 // to the engine's formats.
-Format layer_dtype(const EngineSpec& engine, const KvPair& p, int head_dim) {
-  const Format k = nearest_engine_format(engine, p.key, head_dim),
-               v = nearest_engine_format(engine, p.value, head_dim);
+Format layer_dtype(const EngineSpec& engine, const KvPair& p, int head_dim,
+                   const std::vector<UniformBaseline>& measured) {
+  const Format k = nearest_engine_format(engine, p.key, head_dim, measured),
+               v = nearest_engine_format(engine, p.value, head_dim, measured);
   return k.info().bits >= v.info().bits ? k : v;
 }
 
@@ -43,7 +46,8 @@ std::vector<Format> one_dtype_per_layer(PlanExport& e, const EngineSpec& engine,
   std::vector<Format> dtypes;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const PlanLayer& l = plan.layers[i];
-    const Format d = layer_dtype(engine, l.pair, plan.model.geometry.layers.at(i).head_dim);
+    const Format d = layer_dtype(engine, l.pair, plan.model.geometry.layers.at(i).head_dim,
+                                 plan.results.baselines);
     e.runs.push_back(KvPair::uniform(d));
     note_side_loss(e, engine, l.index, "key", l.pair.key, d, why_same);
     note_side_loss(e, engine, l.index, "value", l.pair.value, d, why_same);
@@ -131,25 +135,27 @@ bool packs_row(const Format& f, int head_dim) {
 
 }  // namespace
 
-Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim) {
+Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim,
+                             const std::vector<UniformBaseline>& measured) {
   if (engine_stores(engine, f)) return f;
+  // Rank: the fewest bits at or above the plan's (else the most there are), the plan's family,
+  // the lower mean KL the plan measured for the format as a uniform pair, catalogue order.
+  const auto kl_of = [&](const Format& c) {
+    const std::string uniform = KvPair::uniform(c).name();
+    for (const UniformBaseline& b : measured) {
+      if (b.mean_kl && KvPair::parse(b.kv).name() == uniform) return *b.mean_kl;
+    }
+    return std::numeric_limits<double>::infinity();
+  };
+  const auto rank = [&](const Format& c) {
+    const int bits = c.info().bits, want = f.info().bits;
+    return std::tuple{bits >= want ? 0 : 1, bits >= want ? bits : -bits,
+                      c.family() == f.family() ? 0 : 1, kl_of(c)};
+  };
   std::optional<Format> best;
   for (const Format& c : engine_formats(engine)) {
     if (c.id() == FormatId::kF32 || !packs_row(c, head_dim)) continue;
-    const int bits = c.info().bits, want = f.info().bits;
-    if (!best) {
-      best = c;
-      continue;
-    }
-    const int best_bits = best->info().bits;
-    // The fewest bits at or above the plan's; else the most bits there are.
-    const bool covers = bits >= want, best_covers = best_bits >= want;
-    if (covers != best_covers
-            ? covers
-            : (covers ? bits < best_bits : bits > best_bits) ||
-                  (bits == best_bits && c.family() == f.family() && best->family() != f.family())) {
-      best = c;
-    }
+    if (!best || rank(c) < rank(*best)) best = c;
   }
   if (!best) {
     fail(ErrorCode::kUnimplemented, "{} stores no format that packs rows of head_dim {}",
@@ -164,8 +170,9 @@ PlanExport export_ik_llamacpp(const Plan& plan) {
   std::vector<Format> keys, values;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const int head_dim = plan.model.geometry.layers.at(i).head_dim;
-    keys.push_back(nearest_engine_format(ik, plan.layers[i].pair.key, head_dim));
-    values.push_back(nearest_engine_format(ik, plan.layers[i].pair.value, head_dim));
+    const std::vector<UniformBaseline>& measured = plan.results.baselines;
+    keys.push_back(nearest_engine_format(ik, plan.layers[i].pair.key, head_dim, measured));
+    values.push_back(nearest_engine_format(ik, plan.layers[i].pair.value, head_dim, measured));
   }
   const FirstLastN k = first_last_n(keys), v = first_last_n(values);
   const int n = static_cast<int>(plan.layers.size());

@@ -75,9 +75,11 @@ PlanExport export_trtllm(const Plan& plan);
 PlanExport export_modelopt(const Plan& plan);
 
 // The format an engine stores in place of `f`: `f` itself when it stores it, else the one with the
-// fewest bits at or above f's (same family first), else its widest; only formats that pack rows of
-// head_dim values. Throws Error(kUnimplemented) when none does.
-Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim);
+// fewest bits at or above f's (same family first, then the lower mean KL among `measured`, the
+// plan's uniform baselines), else its widest; only formats that pack rows of head_dim values.
+// Throws Error(kUnimplemented) when none does.
+Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim,
+                             const std::vector<UniformBaseline>& measured = {});
 
 // The export for an engine (hf: KVTuner's YAML). Throws Error(kInvalidArgument) when the engine
 // stores none of the plan's formats, naming them and the `--engine` search that gives a plan it

@@ -105,6 +105,12 @@ TEST(EngineExports, IkLlamaCppMapsWhatItCannotExpressAndListsIt) {
   EXPECT_EQ(e.losses[2].planned, "int8");
   EXPECT_EQ(e.losses[2].exported, "q8_0");
   EXPECT_NE(e.losses[2].reason.find("does not store int8"), std::string::npos);
+  // Among types of equal bits, the one the plan measured better as a uniform pair.
+  Plan measured = plan_with({"KV4", "KV4"});
+  measured.results.baselines.push_back({.kv = "q4_0/q4_0", .mean_kl = 0.14});
+  measured.results.baselines.push_back({.kv = "iq4_nl/iq4_nl", .mean_kl = 0.09});
+  EXPECT_EQ(export_ik_llamacpp(measured).text, "-ctk iq4_nl -ctv iq4_nl -fa");
+  EXPECT_EQ(export_ik_llamacpp(plan_with({"KV4", "KV4"})).text, "-ctk q4_0 -ctv q4_0 -fa");
   // Equally wide types between the runs: the most frequent one is kept.
   EXPECT_EQ(export_ik_llamacpp(plan_with({"q8_0/q8_0", "q4_0/q4_0", "iq4_nl/iq4_nl",
                                           "iq4_nl/iq4_nl", "q8_0/q8_0"}))
