@@ -62,7 +62,8 @@ void register_search_command(CLI::App& app) {
       "Pareto-prunes each layer's pairs, solves the additive dKL surrogate exactly (knapsack DP),\n"
       "runs NSGA-II (pagmo2) on the corrected surrogate seeded with that front, chooses among the\n"
       "best plans measured on the selection text, and reports the plan and every uniform\n"
-      "baseline on the report text with paired bootstrap intervals.");
+      "baseline on the report text with paired bootstrap intervals. --engine vllm (ik-llamacpp,\n"
+      "trtllm, ...) searches only what that engine runs; `kvplan export --to` writes it.");
   cmd->add_option("--profile", o->profile, "profile.json from `kvplan profile` (merged)")
       ->required();
   cmd->add_option("--model", o->model, "The model the profile was made for")->required();
