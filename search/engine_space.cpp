@@ -102,18 +102,12 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
       if (engine_stores(engine, c.pair)) kept.candidates.push_back(c);
     }
     if (kept.candidates.empty()) {
-      fail(
-          ErrorCode::kInvalidArgument,
-          "--engine {}: the profile has no pair {} stores on layer {} ({} stores {}{}); "
-          "profile with --formats {}",
-          engine.name, engine.display, l.layer, engine.display, engine_format_list(engine),
-          engine.one_dtype_per_layer ? ", one dtype for K and V of a layer" : "",
-          engine.name == "kvplan" ? "all" : [&] {
-            std::string list;
-            for (const Format& f : engine_formats(engine))
-              list += (list.empty() ? "" : ",") + f.name();
-            return list;
-          }());
+      fail(ErrorCode::kInvalidArgument,
+           "--engine {}: the profile has no pair {} stores on layer {} ({} stores {}{}); "
+           "profile with --formats {}",
+           engine.name, engine.display, l.layer, engine.display, engine_format_list(engine),
+           engine.one_dtype_per_layer ? ", one dtype for K and V of a layer" : "",
+           engine.name == "kvplan" ? "all" : engine_format_list(engine, ","));
     }
     stored.push_back(std::move(kept));
   }

@@ -56,13 +56,10 @@ void run_tune(const TuneCommandOptions& o) {
   const EngineSpec& engine = engine_spec(tune_options_from_flags(o.flags).engine);
   if (engine.id != EngineId::kKvplan && opt.formats.empty() && opt.candidates.empty()) {
     // Profile what the engine stores; f32 is the exact side of every profile already.
-    std::string names;
     for (const Format& f : engine_formats(engine)) {
-      if (f.id() == FormatId::kF32) continue;
-      opt.formats.push_back(f);
-      names += (names.empty() ? "" : ", ") + f.name();
+      if (f.id() != FormatId::kF32) opt.formats.push_back(f);
     }
-    spdlog::info("--engine {}: profiling its formats {}", engine.name, names);
+    spdlog::info("--engine {}: profiling its formats {}", engine.name, format_list(opt.formats));
   }
 
   const ProfileInputs in = load_profile_inputs(o.model, o.profile);

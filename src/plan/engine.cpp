@@ -1,8 +1,10 @@
 #include "plan/engine.h"
 
 #include <array>
+#include <ranges>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -59,9 +61,7 @@ const EngineSpec& engine_spec(EngineId id) {
 }
 
 std::string engine_names() {
-  std::string names;
-  for (const EngineSpec& e : kEngines) names += (names.empty() ? "" : ", ") + std::string(e.name);
-  return names;
+  return fmt::format("{}", fmt::join(kEngines | std::views::transform(&EngineSpec::name), ", "));
 }
 
 EngineId parse_engine(std::string_view name) {
@@ -92,10 +92,13 @@ std::vector<Format> engine_formats(const EngineSpec& engine) {
   return out;
 }
 
-std::string engine_format_list(const EngineSpec& engine) {
-  std::string list;
-  for (const Format& f : engine_formats(engine)) list += (list.empty() ? "" : ", ") + f.name();
-  return list.empty() ? "none kvplan packs" : list;
+std::string format_list(std::span<const Format> formats, std::string_view separator) {
+  return fmt::format("{}", fmt::join(formats | std::views::transform(&Format::name), separator));
+}
+
+std::string engine_format_list(const EngineSpec& engine, std::string_view separator) {
+  const std::vector<Format> formats = engine_formats(engine);
+  return formats.empty() ? "none kvplan packs" : format_list(formats, separator);
 }
 
 void require_packable(const EngineSpec& engine) {

@@ -71,8 +71,10 @@ bool engine_stores(const EngineSpec& engine, const KvPair& pair);
 // The engine's formats in catalogue order (16-bit ones included when it keeps the model's dtype).
 std::vector<Format> engine_formats(const EngineSpec& engine);
 
-// "f16, bf16, fp8_e4m3, nvfp4"
-std::string engine_format_list(const EngineSpec& engine);
+// The names of `formats` joined by `separator`: "f16, bf16, fp8_e4m3, nvfp4".
+std::string format_list(std::span<const Format> formats, std::string_view separator = ", ");
+// format_list of the engine's formats ("none kvplan packs" when it has none).
+std::string engine_format_list(const EngineSpec& engine, std::string_view separator = ", ");
 
 // Throws Error(kUnimplemented) for an engine whose formats kvplan does not pack (not_packed).
 void require_packable(const EngineSpec& engine);

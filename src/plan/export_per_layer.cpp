@@ -211,18 +211,15 @@ PlanExport export_trtllm(const Plan& plan) {
   const std::vector<Format> dtypes =
       one_dtype_per_layer(e, engine_spec(EngineId::kTrtllm), plan,
                           "TensorRT-LLM stores one dtype for K and V of a layer: the wider side's");
-  std::vector<std::pair<std::string, std::vector<int>>> runs;  // dtype, layers
-  for (size_t i = 0; i < plan.layers.size(); ++i) {
-    const int layer = plan.layers[i].index;
-    const std::string name = trtllm_dtype(dtypes[i]);
-    if (runs.empty() || runs.back().first != name || runs.back().second.back() + 1 != layer)
-      runs.push_back({name, {}});
-    runs.back().second.push_back(layer);
-  }
+  // Runs of consecutive layers alike, "first-last:dtype" each.
   std::string ranges;
-  for (const auto& [dtype, layers] : runs) {
-    ranges +=
-        fmt::format("{}{}-{}:{}", ranges.empty() ? "" : ",", layers.front(), layers.back(), dtype);
+  for (size_t i = 0, start = 0; i < plan.layers.size(); ++i) {
+    const bool run_ends = i + 1 == plan.layers.size() || dtypes[i + 1] != dtypes[i] ||
+                          plan.layers[i + 1].index != plan.layers[i].index + 1;
+    if (!run_ends) continue;
+    ranges += fmt::format("{}{}-{}:{}", ranges.empty() ? "" : ",", plan.layers[start].index,
+                          plan.layers[i].index, trtllm_dtype(dtypes[i]));
+    start = i + 1;
   }
   e.text = fmt::format(
       "# TensorRT-LLM LLM API options (trtllm-serve --extra_llm_api_options <this file>)\n"
@@ -282,23 +279,22 @@ PlanExport export_plan(const Plan& plan, EngineId id) {
          engine_names());
   }
   int stored = 0;
-  std::vector<std::string> lacking;
+  std::vector<Format> lacking;  // in order of first appearance
   for (const PlanLayer& l : plan.layers) {
     for (const Format& f : {l.pair.key, l.pair.value}) {
       if (engine_stores(engine, f)) {
         ++stored;
-      } else if (std::find(lacking.begin(), lacking.end(), f.name()) == lacking.end()) {
-        lacking.push_back(f.name());
+      } else if (std::find(lacking.begin(), lacking.end(), f) == lacking.end()) {
+        lacking.push_back(f);
       }
     }
   }
   if (stored == 0) {
-    std::string list;
-    for (const std::string& s : lacking) list += (list.empty() ? "" : ", ") + s;
     fail(ErrorCode::kInvalidArgument,
          "{} cannot express any layer of this plan: it does not store {} (its formats: {}); "
          "search a plan it can run: kvplan search --engine {} (or kvplan tune --engine {})",
-         engine.display, list, engine_format_list(engine), engine.name, engine.name);
+         engine.display, format_list(lacking), engine_format_list(engine), engine.name,
+         engine.name);
   }
   switch (id) {
     case EngineId::kLlamaCpp:

@@ -46,24 +46,23 @@ PlanExport export_vllm(const Plan& plan) {
   // One dtype for every quantized layer: the one most of the plan's quantized sides use (the
   // first in catalogue order on a tie, so fp8_e4m3, vLLM's "fp8", before fp8_e5m2); without any,
   // fp8_e4m3.
-  Format fp8(FormatId::kFp8E4M3);
+  Format dtype(FormatId::kFp8E4M3);
   int most = 0;
   for (const Format& f : engine_formats(vllm)) {
     const auto it = sides.find(f.id());
-    if (it != sides.end() && it->second > most) fp8 = f, most = it->second;
+    if (it != sides.end() && it->second > most) dtype = f, most = it->second;
   }
   std::string counts;
   for (const auto& [id, n] : sides) {
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, Format(id).name());
   }
-  const std::string fp8_reason = fmt::format(
+  const std::string dtype_reason = fmt::format(
       "vLLM takes one dtype for every quantized layer; the plan's quantized layers hold {} K/V "
       "sides",
       counts.empty() ? "no vLLM" : counts);
 
   std::vector<int> skip;
-  std::vector<KvPair>& exported = e.runs;  // what vLLM stores
-  bool any_fp8 = false, any_other = false;
+  bool any_quantized = false, any_other = false;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     const PlanLayer& l = plan.layers[i];
     const KvPair& p = l.pair;
@@ -71,7 +70,7 @@ PlanExport export_vllm(const Plan& plan) {
       skip.push_back(l.index);
       // The model's dtype: the plan's own when both sides are one 16-bit format, else bf16.
       const bool model_dtype = p.key == p.value && is_model_dtype(p.key);
-      exported.push_back(model_dtype ? p : KvPair::parse("bf16/bf16"));
+      e.runs.push_back(model_dtype ? p : KvPair::parse("bf16/bf16"));
       for (const auto& [side, f] : {std::pair{"key", p.key}, std::pair{"value", p.value}}) {
         if (is_model_dtype(f)) continue;
         e.losses.push_back({l.index, side, f.name(), "auto (the model's dtype)",
@@ -82,8 +81,8 @@ PlanExport export_vllm(const Plan& plan) {
       }
       continue;
     }
-    any_fp8 = true;
-    exported.push_back(KvPair::uniform(fp8));
+    any_quantized = true;
+    e.runs.push_back(KvPair::uniform(dtype));
     for (const auto& [side, f, scales] : {std::tuple{"key", p.key, &l.fp8_scales.key},
                                           std::tuple{"value", p.value, &l.fp8_scales.value}}) {
       if (f.has_tensor_scale() && !scales->empty()) {
@@ -94,13 +93,13 @@ PlanExport export_vllm(const Plan& plan) {
              "vLLM reads K/V scales from the model checkpoint (per tensor, or per KV head with "
              "llm-compressor); its flags cannot carry the plan's"});
       }
-      if (f == fp8) continue;
+      if (f == dtype) continue;
       if (engine_stores(vllm, f)) {
-        e.losses.push_back({l.index, side, f.name(), fp8.name(), fp8_reason});
+        e.losses.push_back({l.index, side, f.name(), dtype.name(), dtype_reason});
       } else {
         any_other = true;
         e.losses.push_back(
-            {l.index, side, f.name(), fp8.name(), f.name() + " is not a vLLM KV cache dtype"});
+            {l.index, side, f.name(), dtype.name(), f.name() + " is not a vLLM KV cache dtype"});
       }
     }
   }
@@ -114,7 +113,7 @@ PlanExport export_vllm(const Plan& plan) {
     QuantSettings per_token = plan.quantization;
     per_token.mode = QuantMode::kPerToken;
     const double planned = summarize_plan(plan).bytes_per_token;
-    const double stored = kv_bytes_per_token(plan.model.geometry, exported, per_token);
+    const double stored = kv_bytes_per_token(plan.model.geometry, e.runs, per_token);
     if (stored != planned) {
       e.notes.push_back(fmt::format(
           "vLLM stores {:.0f} bytes per token with this configuration, the plan {:.0f} ({:+.1f}%)",
@@ -123,13 +122,13 @@ PlanExport export_vllm(const Plan& plan) {
   } catch (const Error&) {
     // A geometry the sizes cannot be computed for has no comparison to offer.
   }
-  if (!any_fp8) {
+  if (!any_quantized) {
     e.text = "--kv-cache-dtype auto";
     e.notes.push_back("every layer of the plan keeps a 16-bit side: vLLM's auto everywhere");
     return e;
   }
-  e.text = "--kv-cache-dtype " + fp8.name();
-  if (fp8.has_tensor_scale()) {
+  e.text = "--kv-cache-dtype " + dtype.name();
+  if (dtype.has_tensor_scale()) {
     e.notes.push_back(
         "vLLM reads K/V scales from the checkpoint (1.0 without calibrated scales; see "
         "--calculate-kv-scales)");
