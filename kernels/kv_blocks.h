@@ -120,6 +120,16 @@ KVPLAN_HD constexpr bool rotated_row_fits(long row_values) {
   return row_values > 0 && (row_values & (row_values - 1)) == 0 && row_values <= kMaxRotatedRow;
 }
 
+// TurboQuant rows as vLLM's turboquant_* presets store a (token, KV head) in its slot
+// (triton_turboquant_store.py): the codes packed densely (4-bit: element 2j in the low nibble of
+// byte j; 3-bit: each 8 elements fill a 24-bit little-endian word, element i at bits 3i..3i+2),
+// then the row's parameters. Keys (tq_mse*): the f16 norm of the row. Values (tq_int*): an f16
+// scale, then the f16 minimum. vLLM's slot is [key row | value row], padded to an even size.
+inline constexpr int kTqNormBytes = 2;
+inline constexpr int kTqScaleMinBytes = 4;
+// The codebooks (kernels/turboquant_codebooks.h) cover head_dim 8 ... kMaxRotatedRow.
+inline constexpr int kTqMinRotatedRow = 8;
+
 inline constexpr int kNvfp4Group = 16;
 inline constexpr int kNvfp4GroupCodeBytes = 8;
 

@@ -25,6 +25,7 @@ enum class FormatFamily : uint8_t {
   kGgml,         // llama.cpp blocks of 32
   kFp8,          // OCP FP8 with a per-(layer, head) f32 scale kept outside the row
   kMicroscaled,  // small floats with a float scale per block (OCP MX, NVFP4)
+  kTurboQuant,   // vLLM's TurboQuant rows: rotated Lloyd-Max keys, per-row uniform values, raw FP8
   kOpaqueSlot,   // bytes kvplan stores and moves but never interprets
 };
 
@@ -36,7 +37,9 @@ enum class RowUnit : uint8_t {
   // Blocks of unit_values values whose unit_bytes of codes fill the row's first part, followed
   // by one scale byte per block (vLLM's NVFP4 row); rows must be whole blocks.
   kSplitBlock,
-  // The whole row is one unit: unit_bytes per value, then an f32 scale (kRowScaleBytes).
+  // The whole row is one unit: `bits` per value packed densely, then unit_bytes bytes of the row's
+  // parameters (its scale, norm, minimum). Codecs that rotate the row (codec_rotates_row) need
+  // a power of two in [kTqMinRotatedRow, kMaxRotatedRow]; 3-bit codes need whole groups of 8.
   kRow,
   // The row rotated by the normalized Walsh-Hadamard transform, then packed as blocks of
   // unit_values values in unit_bytes bytes. The rotation mixes every value of the row, so the row
@@ -69,6 +72,11 @@ enum class Codec : uint8_t {
   kHadamardQ8_0,
   kHadamardQ4_0,
   kHadamardIq4Nl,
+  kTqFp8,
+  kTqMse3,
+  kTqMse4,
+  kTqInt3,
+  kTqInt4,
 };
 
 // Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
@@ -79,6 +87,7 @@ inline constexpr uint32_t kEngineVllm = 1u << 2;        // --kv-cache-dtype
 inline constexpr uint32_t kEngineTrtllm = 1u << 3;      // KvCacheConfig.dtype
 inline constexpr uint32_t kEngineModelopt = 1u << 4;    // kv_cache_quant_algo
 inline constexpr uint32_t kEngineHf = 1u << 5;          // KVTuner's per-layer nbits (transformers)
+inline constexpr uint32_t kEngineVllmTurboquant = 1u << 6;  // --kv-cache-dtype turboquant_*
 inline constexpr uint32_t kEngineLlamas = kEngineLlamaCpp | kEngineIkLlamaCpp;
 
 struct KvFormatTraits {
@@ -163,14 +172,27 @@ struct KvFormatTraits {
     kNvfp4GroupCodeBytes, 0,                                                                     \
     2688.0f, false, kEngineVllm | kEngineTrtllm | kEngineModelopt,                               \
     "NVFP4 (E2M1 codes, E4M3 scale per 16, f32 scale per (layer, head))")                       \
-  X(Fp8E4M3PerTokenHead, 84, "fp8_per_token_head", 1, kFp8, 8, kFp8E4M3PerTokenHead, kRow, 0, 1, \
-    0, 0.0f, false, kEngineVllm, "FP8 E4M3 with an f32 scale per (token, head), as vLLM's")      \
+  X(Fp8E4M3PerTokenHead, 84, "fp8_per_token_head", 1, kFp8, 8, kFp8E4M3PerTokenHead, kRow, 0,     \
+    kRowScaleBytes, 0, 0.0f, false, kEngineVllm,                                                 \
+    "FP8 E4M3 with an f32 scale per (token, head), as vLLM's")                                   \
   X(Q8_0Had, 85, "q8_0_had", 1, kGgml, 8, kHadamardQ8_0, kRotatedBlocks, kGgmlBlock,             \
     sizeof(BlockQ8_0), 0, 0.0f, false, 0, "q8_0 of the Hadamard-rotated row")                    \
   X(Q4_0Had, 86, "q4_0_had", 1, kGgml, 4, kHadamardQ4_0, kRotatedBlocks, kGgmlBlock,             \
     sizeof(BlockQ4_0), 0, 0.0f, false, 0, "q4_0 of the Hadamard-rotated row")                    \
   X(Iq4NlHad, 87, "iq4_nl_had", 1, kGgml, 4, kHadamardIq4Nl, kRotatedBlocks, kGgmlBlock,         \
-    sizeof(BlockIq4Nl), 0, 0.0f, false, 0, "iq4_nl of the Hadamard-rotated row")
+    sizeof(BlockIq4Nl), 0, 0.0f, false, 0, "iq4_nl of the Hadamard-rotated row")               \
+  X(TqFp8, 88, "tq_fp8", 1, kTurboQuant, 8, kTqFp8, kValue, 1, 1, 0, 0.0f, false,                 \
+    kEngineVllmTurboquant, "E4M3 with no scale, saturating (vLLM turboquant_k8v4's keys)")       \
+  X(TqMse3, 89, "tq_mse3", 1, kTurboQuant, 3, kTqMse3, kRow, 0, kTqNormBytes, 0, 0.0f, false,      \
+    kEngineVllmTurboquant,                                                                        \
+    "unit row x Hadamard, 3-bit Lloyd-Max codes, f16 norm (vLLM TurboQuant keys)")               \
+  X(TqMse4, 90, "tq_mse4", 1, kTurboQuant, 4, kTqMse4, kRow, 0, kTqNormBytes, 0, 0.0f, false,      \
+    kEngineVllmTurboquant,                                                                        \
+    "unit row x Hadamard, 4-bit Lloyd-Max codes, f16 norm (vLLM TurboQuant keys)")               \
+  X(TqInt3, 91, "tq_int3", 1, kTurboQuant, 3, kTqInt3, kRow, 0, kTqScaleMinBytes, 0, 0.0f, false,  \
+    kEngineVllmTurboquant, "3-bit asymmetric per row, f16 scale + min after (vLLM TurboQuant V)") \
+  X(TqInt4, 92, "tq_int4", 1, kTurboQuant, 4, kTqInt4, kRow, 0, kTqScaleMinBytes, 0, 0.0f, false,  \
+    kEngineVllmTurboquant, "4-bit asymmetric per row, f16 scale + min after (vLLM TurboQuant V)")
 // clang-format on
 
 // FormatId values for code that cannot include src/formats/format.h (device code).
@@ -212,7 +234,13 @@ KVPLAN_HD constexpr uint16_t row_layout_id(uint16_t id) {
 // Codecs that pack each value on its own (a row of them is one long unit).
 KVPLAN_HD constexpr bool per_value_codec(Codec c) {
   return c == Codec::kF32 || c == Codec::kF16 || c == Codec::kBF16 || c == Codec::kFp8E4M3 ||
-         c == Codec::kFp8E5M2;
+         c == Codec::kFp8E5M2 || c == Codec::kTqFp8;
+}
+
+// Codecs that rotate the whole row before quantizing it (the Hadamard formats, TurboQuant keys).
+KVPLAN_HD constexpr bool codec_rotates_row(Codec c) {
+  return c == Codec::kHadamardQ8_0 || c == Codec::kHadamardQ4_0 || c == Codec::kHadamardIq4Nl ||
+         c == Codec::kTqMse3 || c == Codec::kTqMse4;
 }
 
 // Bits per code of the int codecs (0 for every other codec).

@@ -93,8 +93,13 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
       }
       break;
     case RowUnit::kRow:
+      if (row_values * t.bits % 8 != 0 || (t.bits == 3 && row_values % 8 != 0)) return false;
+      if (codec_rotates_row(t.codec) &&
+          (!rotated_row_fits(row_values) || row_values < kTqMinRotatedRow)) {
+        return false;
+      }
       f.unit_values = row_values;
-      f.unit_bytes = row_values * t.unit_bytes + kRowScaleBytes;
+      f.unit_bytes = row_values * t.bits / 8 + t.unit_bytes;
       f.row_bytes = f.unit_bytes;
       break;
     case RowUnit::kRotatedBlocks:
@@ -173,6 +178,16 @@ KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uin
     quantize_rotated_row<Codec::kQ4_0, sizeof(BlockQ4_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardIq4Nl) {
     quantize_rotated_row<Codec::kIq4Nl, sizeof(BlockIq4Nl)>(in, n, out);
+  } else if constexpr (kC == Codec::kTqFp8) {
+    for (int i = 0; i < n; ++i) out[i] = f32_to_fp8_e4m3(in[i]);
+  } else if constexpr (kC == Codec::kTqMse3) {
+    quantize_row_tq_mse<3>(in, n, out);
+  } else if constexpr (kC == Codec::kTqMse4) {
+    quantize_row_tq_mse<4>(in, n, out);
+  } else if constexpr (kC == Codec::kTqInt3) {
+    quantize_row_tq_int<3>(in, n, out);
+  } else if constexpr (kC == Codec::kTqInt4) {
+    quantize_row_tq_int<4>(in, n, out);
   }
 }
 
@@ -227,6 +242,16 @@ KVPLAN_HD inline void dequantize_unit_as(const uint8_t* in, const uint8_t* scale
     dequantize_rotated_row<Codec::kQ4_0, sizeof(BlockQ4_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardIq4Nl) {
     dequantize_rotated_row<Codec::kIq4Nl, sizeof(BlockIq4Nl)>(in, n, out);
+  } else if constexpr (kC == Codec::kTqFp8) {
+    for (int i = 0; i < n; ++i) out[i] = fp8_e4m3_to_f32(in[i]);
+  } else if constexpr (kC == Codec::kTqMse3) {
+    dequantize_row_tq_mse<3>(in, n, out);
+  } else if constexpr (kC == Codec::kTqMse4) {
+    dequantize_row_tq_mse<4>(in, n, out);
+  } else if constexpr (kC == Codec::kTqInt3) {
+    dequantize_row_tq_int<3>(in, n, out);
+  } else if constexpr (kC == Codec::kTqInt4) {
+    dequantize_row_tq_int<4>(in, n, out);
   }
 }
 
@@ -302,6 +327,16 @@ KVPLAN_HD inline void with_codec(Codec c, Fn&& fn) {
       return fn(CodecTag<Codec::kHadamardQ4_0>{});
     case Codec::kHadamardIq4Nl:
       return fn(CodecTag<Codec::kHadamardIq4Nl>{});
+    case Codec::kTqFp8:
+      return fn(CodecTag<Codec::kTqFp8>{});
+    case Codec::kTqMse3:
+      return fn(CodecTag<Codec::kTqMse3>{});
+    case Codec::kTqMse4:
+      return fn(CodecTag<Codec::kTqMse4>{});
+    case Codec::kTqInt3:
+      return fn(CodecTag<Codec::kTqInt3>{});
+    case Codec::kTqInt4:
+      return fn(CodecTag<Codec::kTqInt4>{});
     case Codec::kNone:
       return;  // make_row_format refused it
   }

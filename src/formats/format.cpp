@@ -25,7 +25,7 @@ constexpr FormatInfo info_of(const KvFormatTraits& t) {
           t.meaning,
           t.per_channel_layout != 0,
           t.tensor_scale_range,
-          t.unit == RowUnit::kRotatedBlocks,
+          codec_rotates_row(t.codec),
           t.default_candidate,
           t.engines,
           t.codec};

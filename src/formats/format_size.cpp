@@ -45,11 +45,22 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
              "blocks (use int8/int4/int2, whose group is clamped to the row)",
              info.name, info.block_values, n_values);
       }
-      if (info.rotated && !rotated_row_fits(static_cast<long>(n_values))) {
-        fail(ErrorCode::kInvalidArgument,
-             "format {} rotates whole rows with a Hadamard transform: a row of {} values is not a "
-             "power of two up to {}",
-             info.name, n_values, kMaxRotatedRow);
+      if (info.rotated) {
+        // TurboQuant's codebooks start at head_dim kTqMinRotatedRow.
+        const size_t least =
+            info.family == FormatFamily::kTurboQuant ? static_cast<size_t>(kTqMinRotatedRow) : 1;
+        if (!rotated_row_fits(static_cast<long>(n_values)) || n_values < least) {
+          fail(ErrorCode::kInvalidArgument,
+               "format {} rotates whole rows with a Hadamard transform: a row of {} values is not "
+               "a power of two from {} to {}",
+               info.name, n_values, least, kMaxRotatedRow);
+        }
+      }
+      if (info.bits == 3 && n_values % 8 != 0) {
+        fail(
+            ErrorCode::kInvalidArgument,
+            "format {} packs 3-bit codes in groups of 8: a row of {} values is not a multiple of 8",
+            info.name, n_values);
       }
       break;
   }

@@ -1,6 +1,7 @@
 #include "formats/pack.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -9,6 +10,7 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
+#include "kernels/kv_format_math.h"
 
 namespace kvplan {
 namespace {
@@ -47,6 +49,30 @@ double mx_error_bound(double amax, double x, int emax, int man_bits, int emin, d
   const double v = std::fabs(x) / scale;
   if (v > max_element) return (v - max_element) * scale;
   return (v * std::ldexp(1.0, -man_bits - 1) + std::ldexp(1.0, emin - man_bits - 1)) * scale;
+}
+
+// A TurboQuant key row's error: y = x / |x| rotated (Sylvester Hadamard, in doubles) is a unit
+// vector whose coordinates each take the nearest centroid c; the stored key is |x| c / |c| rotated
+// back, so any value is off by at most |x| |y - c / |c|| <= 2 |x| |y - c| (f16 norm aside).
+double tq_mse_error_bound(const Format& f, std::span<const float> row) {
+  const size_t n = row.size();
+  double norm = 0;
+  for (float v : row) norm += static_cast<double>(v) * v;
+  norm = std::sqrt(norm);
+  if (norm == 0) return 1e-30;
+  const int bits = f.info().bits;
+  const int slot = std::countr_zero(n) - std::countr_zero(static_cast<size_t>(kTqMinRotatedRow));
+  const float* c = bits == 3 ? kTqCentroids3[slot] : kTqCentroids4[slot];
+  double err2 = 0;
+  for (size_t j = 0; j < n; ++j) {
+    double y = 0;
+    for (size_t i = 0; i < n; ++i) y += (std::popcount(i & j) % 2 ? -1.0 : 1.0) * row[i];
+    y /= norm * std::sqrt(static_cast<double>(n));
+    double nearest = 1e30;
+    for (int k = 0; k < (1 << bits); ++k) nearest = std::min(nearest, std::fabs(y - c[k]));
+    err2 += nearest * nearest;
+  }
+  return 2 * norm * (1 + 2 * std::ldexp(1.0, -11)) * std::sqrt(err2) * (1 + 1e-4) + 1e-6 * norm;
 }
 
 // Worst-case |x - dequant(x)| for one value, derived from each format's definition (not from the
@@ -133,6 +159,19 @@ double error_bound(const Format& f, std::span<const float> row, std::span<const 
                                                             : 0.2;
       return std::sqrt(static_cast<double>(row.size())) * std::sqrt(norm) * per_max + margin;
     }
+    case FormatId::kTqFp8:  // E4M3 with no scale: saturates at 448, subnormal step 2^-9
+      return std::max(std::fabs(x) - 448.0, 0.0) + std::fabs(x) * std::ldexp(1.0, -4) +
+             std::ldexp(1.0, -10);
+    case FormatId::kTqInt3:
+    case FormatId::kTqInt4: {  // the int bound, the row being the group
+      const double levels = (1 << f.info().bits) - 1;
+      const double step = std::max((hi - lo) / levels, 1e-8);
+      return 0.5 * step * (1 + 4 * u16) + (std::fabs(lo) + levels * step) * u16 +
+             (levels + 1) * sub16 + margin;
+    }
+    case FormatId::kTqMse3:
+    case FormatId::kTqMse4:
+      return tq_mse_error_bound(f, row);
     case FormatId::kSlot:
       break;
   }
