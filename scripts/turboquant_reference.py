@@ -126,6 +126,8 @@ def main():
     for d in DIMS:
         pit = hadamard(d)
         for name, k, v in rows(d, rng):
+            case = {"head_dim": d, "rows": name, "key_f32_bits": f32_bits(k),
+                    "value_f32_bits": f32_bits(v), "slots": {}}
             for preset, (kb, vb, kfmt, vfmt) in PRESETS.items():
                 key_fp8 = kb == 8
                 mse_bits = vb if key_fp8 else kb  # config.py: FP8 keys fall back to value bits
@@ -149,10 +151,9 @@ def main():
                         continue
                     fp8 = torch.from_numpy(k).to(torch.float8_e4m3fn).view(torch.uint8)
                     slot_bytes = bytes(fp8.tolist()) + slot_bytes[d:]
-                cases.append({
-                    "head_dim": d, "rows": name, "preset": preset, "key_format": kfmt,
-                    "value_format": vfmt, "key_f32_bits": f32_bits(k), "value_f32_bits": f32_bits(v),
-                    "slot": slot_bytes.hex()})
+                case["slots"][preset] = {"key_format": kfmt, "value_format": vfmt,
+                                         "slot": slot_bytes.hex()}
+            cases.append(case)
     golden = {
         "source": f"vLLM {VERSION} (pip wheel): turboquant/centroids.py and "
                   "v1/attention/ops/triton_turboquant_store.py run by Triton's interpreter; "
@@ -161,9 +162,10 @@ def main():
     }
     path = os.path.join(REPO, "tests/formats/data/turboquant_golden.json")
     with open(path, "w") as f:
-        json.dump(golden, f, indent=1)
+        json.dump(golden, f, separators=(",", ":"))
         f.write("\n")
-    print(f"wrote kernels/turboquant_codebooks.h and {len(cases)} cases to {path}")
+    slots = sum(len(c["slots"]) for c in cases)
+    print(f"wrote kernels/turboquant_codebooks.h and {slots} slots to {path}")
 
 
 if __name__ == "__main__":

@@ -87,36 +87,39 @@ TEST(TurboQuant, SlotsAreByteIdenticalToVllmsStoreKernel) {
   const nlohmann::json golden = nlohmann::json::parse(in);
   int checked = 0, exact = 0, ties = 0;
   for (const auto& c : golden["cases"]) {
-    const std::string what = fmt::format("{}, head_dim {}, {}", c["preset"].get<std::string>(),
-                                         c["head_dim"].get<int>(), c["rows"].get<std::string>());
-    const Format kf = Format::parse(c["key_format"].get<std::string>());
-    const Format vf = Format::parse(c["value_format"].get<std::string>());
     const std::vector<float> k = floats_of(c["key_f32_bits"]);
-    // vLLM's slot: [key row | value row], padded to an even size.
-    std::vector<uint8_t> slot = packed(kf, k);
-    const size_t key_bytes = slot.size();
-    const std::vector<uint8_t> v = packed(vf, floats_of(c["value_f32_bits"]));
-    slot.insert(slot.end(), v.begin(), v.end());
-    if (slot.size() % 2 != 0) slot.push_back(0);
-    const std::string want_hex = c["slot"].get<std::string>();
-    ++checked;
-    if (to_hex(slot) == want_hex) {
-      ++exact;
-      continue;
-    }
-    std::vector<uint8_t> want;
-    for (size_t i = 0; i + 1 < want_hex.size(); i += 2) {
-      want.push_back(static_cast<uint8_t>(std::stoi(want_hex.substr(i, 2), nullptr, 16)));
-    }
-    ASSERT_EQ(want.size(), slot.size()) << what;
-    EXPECT_EQ(to_hex({slot.begin() + key_bytes, slot.end()}),
-              to_hex({want.begin() + key_bytes, want.end()}))
-        << what << ": the value row";
-    if (kf.info().rotated) {
-      ties += compare_key_codes(kf, k, {slot.begin(), slot.begin() + key_bytes},
-                                {want.begin(), want.begin() + key_bytes}, what);
-    } else {
-      ADD_FAILURE() << what << ": key bytes differ";
+    const std::vector<float> v = floats_of(c["value_f32_bits"]);
+    for (const auto& [preset, s] : c["slots"].items()) {
+      const std::string what = fmt::format("{}, head_dim {}, {}", preset, c["head_dim"].get<int>(),
+                                           c["rows"].get<std::string>());
+      const Format kf = Format::parse(s["key_format"].get<std::string>());
+      const Format vf = Format::parse(s["value_format"].get<std::string>());
+      // vLLM's slot: [key row | value row], padded to an even size.
+      std::vector<uint8_t> slot = packed(kf, k);
+      const size_t key_bytes = slot.size();
+      const std::vector<uint8_t> vb = packed(vf, v);
+      slot.insert(slot.end(), vb.begin(), vb.end());
+      if (slot.size() % 2 != 0) slot.push_back(0);
+      const std::string want_hex = s["slot"].get<std::string>();
+      ++checked;
+      if (to_hex(slot) == want_hex) {
+        ++exact;
+        continue;
+      }
+      std::vector<uint8_t> want;
+      for (size_t i = 0; i + 1 < want_hex.size(); i += 2) {
+        want.push_back(static_cast<uint8_t>(std::stoi(want_hex.substr(i, 2), nullptr, 16)));
+      }
+      ASSERT_EQ(want.size(), slot.size()) << what;
+      EXPECT_EQ(to_hex({slot.begin() + key_bytes, slot.end()}),
+                to_hex({want.begin() + key_bytes, want.end()}))
+          << what << ": the value row";
+      if (kf.info().rotated) {
+        ties += compare_key_codes(kf, k, {slot.begin(), slot.begin() + key_bytes},
+                                  {want.begin(), want.begin() + key_bytes}, what);
+      } else {
+        ADD_FAILURE() << what << ": key bytes differ";
+      }
     }
   }
   // head_dim 8 ... 512, six rows, four presets, less k8v4's keys beyond E4M3's range (7 rows).
