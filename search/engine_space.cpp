@@ -106,7 +106,9 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
            "--engine {}: the profile has no pair {} stores on layer {} ({} stores {}{}); "
            "profile with --formats {}",
            engine.name, engine.display, l.layer, engine.display, engine_format_list(engine),
-           engine.one_dtype_per_layer ? ", one dtype for K and V of a layer" : "",
+           !engine.presets.empty()      ? ", as its K/V presets"
+           : engine.one_dtype_per_layer ? ", one dtype for K and V of a layer"
+                                        : "",
            engine.name == "kvplan" ? "all" : engine_format_list(engine, ","));
     }
     stored.push_back(std::move(kept));
@@ -154,35 +156,60 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
       return pick(std::move(options));
     }
     case LayerGranularity::kSkipList: {
-      std::set<FormatId> seen;
+      // One quantized pair (vLLM's dtype, or a TurboQuant preset) on any layer, the others at the
+      // model's dtype; the engine's boundary layers always at the model's dtype.
+      const std::vector<int> boundary = engine_boundary_layers(engine, static_cast<int>(n));
+      const auto is_boundary = [&](int layer) {
+        return std::find(boundary.begin(), boundary.end(), layer) != boundary.end();
+      };
+      const auto model_dtype = [](const KvPair& p) {
+        return is_model_dtype(p.key) && is_model_dtype(p.value);
+      };
+      std::string kept_text;
+      if (!boundary.empty()) {
+        std::string list;
+        for (int l : boundary) list += fmt::format("{}{}", list.empty() ? "" : ", ", l);
+        kept_text = fmt::format("; layers {} at the model's dtype ({}'s boundary layers)", list,
+                                engine.display);
+      }
+      const auto layers_with = [&](const auto& keep) {
+        std::vector<LayerCandidates> layers;
+        for (const LayerCandidates& s : stored) {
+          LayerCandidates kept{s.layer, {}};
+          for (const LayerCandidate& o : s.candidates) {
+            if (model_dtype(o.pair) || (!is_boundary(s.layer) && keep(o.pair)))
+              kept.candidates.push_back(o);
+          }
+          layers.push_back(std::move(kept));
+        }
+        return layers;
+      };
+      std::set<std::string> seen;
       std::vector<Priced> options;
       for (const LayerCandidates& l : stored) {
         for (const LayerCandidate& c : l.candidates) {
-          if (is_model_dtype(c.pair.key) || !seen.insert(c.pair.key.id()).second) continue;
+          if (model_dtype(c.pair) || !seen.insert(c.pair.name()).second) continue;
           const KvPair q = c.pair;
-          std::vector<LayerCandidates> layers;
-          for (const LayerCandidates& s : stored) {
-            LayerCandidates kept{s.layer, {}};
-            for (const LayerCandidate& o : s.candidates) {
-              if (o.pair == q || (is_model_dtype(o.pair.key) && is_model_dtype(o.pair.value)))
-                kept.candidates.push_back(o);
-            }
-            layers.push_back(std::move(kept));
-          }
+          std::vector<LayerCandidates> layers =
+              layers_with([&](const KvPair& p) { return p == q; });
           bool every_layer = true;
           for (const LayerCandidates& s : layers)
             every_layer = every_layer && !s.candidates.empty();
           if (!every_layer) continue;
           std::vector<LayerCandidates> p = pruned(layers, measure);
           std::vector<LayerGroup> groups = group_per_layer(p);
-          options.push_back({space_of(std::move(p), std::move(groups), measure, budget),
-                             fmt::format("one quantized dtype, {}; any layer at the model's "
-                                         "16-bit dtype",
-                                         q.key.name())});
+          const EnginePreset* preset = engine_preset(engine, q);
+          options.push_back(
+              {space_of(std::move(p), std::move(groups), measure, budget),
+               fmt::format("{}; any layer at the model's 16-bit dtype{}",
+                           preset ? fmt::format("one preset, {} ({})", preset->name, q.name())
+                                  : fmt::format("one quantized dtype, {}", q.key.name()),
+                           kept_text)});
         }
       }
       if (options.empty()) {
-        std::vector<LayerCandidates> p = pruned(stored, measure);
+        std::vector<LayerCandidates> p =
+            pruned(layers_with([](const KvPair&) { return false; }), measure);
         std::vector<LayerGroup> groups = group_per_layer(p);
         return {space_of(std::move(p), std::move(groups), measure, budget),
                 "every layer at the model's 16-bit dtype", false, 1};

@@ -6,7 +6,9 @@
 // - global (llama.cpp): one group of every layer;
 // - first/last-N (ik_llama.cpp): the first N, the middle and the last M layers, over every N and M;
 //   K and V share N and M here (ik_llama.cpp could split them; the search does not);
-// - skip list (vLLM): per layer, the one quantized dtype or the model's dtype, over every dtype.
+// - skip list (vLLM, vLLM TurboQuant): per layer, the one quantized dtype (TurboQuant: the one
+//   preset K/V pair) or the model's dtype, over every dtype; the engine's boundary layers
+//   (TurboQuant: the first and last two) only at the model's dtype.
 // Where there are several structures (N and M; vLLM's dtype), the one whose exact front of the
 // additive surrogate has the least error within the budget is taken.
 //

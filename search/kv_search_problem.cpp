@@ -1,5 +1,7 @@
 #include "search/kv_search_problem.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <map>
 
@@ -100,16 +102,20 @@ Assignment evaluate_assignment(const SearchSpace& space, const std::vector<int>&
   return evaluate_assignment(space, SearchTable::build(space), choice);
 }
 
-std::vector<int> choices_from_decision_vector(const pagmo::vector_double& x) {
+std::vector<int> choices_from_decision_vector(const SearchSpace& space,
+                                              const pagmo::vector_double& x) {
   std::vector<int> choice;
   choice.reserve(x.size());
-  for (double v : x) choice.push_back(static_cast<int>(std::lround(v)));
+  for (size_t g = 0; g < x.size(); ++g) {
+    const int last = static_cast<int>(space.groups[g].choices.size()) - 1;
+    choice.push_back(std::min(static_cast<int>(std::lround(x[g])), last));
+  }
   return choice;
 }
 
 pagmo::vector_double KvSearchProblem::fitness(const pagmo::vector_double& x) const {
   const auto [memory, error] =
-      assignment_objectives(*space_, *table_, choices_from_decision_vector(x));
+      assignment_objectives(*space_, *table_, choices_from_decision_vector(*space_, x));
   if (memory <= space_->budget * (1 + 1e-12)) return {memory, error};
   const double excess = memory - space_->budget;
   return {kInfeasiblePenalty + excess, kInfeasiblePenalty + excess};
@@ -118,7 +124,9 @@ pagmo::vector_double KvSearchProblem::fitness(const pagmo::vector_double& x) con
 std::pair<pagmo::vector_double, pagmo::vector_double> KvSearchProblem::get_bounds() const {
   pagmo::vector_double lo(space_->groups.size(), 0.0), hi(space_->groups.size(), 0.0);
   for (size_t g = 0; g < space_->groups.size(); ++g) {
-    hi[g] = static_cast<double>(space_->groups[g].choices.size() - 1);
+    // NSGA-II refuses a gene whose bounds are equal: a group with one choice (a layer the engine
+    // fixes) gets two values that both mean it.
+    hi[g] = static_cast<double>(std::max<size_t>(space_->groups[g].choices.size() - 1, 1));
   }
   return {lo, hi};
 }

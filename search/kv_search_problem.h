@@ -79,6 +79,8 @@ class KvSearchProblem {
   std::shared_ptr<const SearchTable> table_;
 };
 
-std::vector<int> choices_from_decision_vector(const pagmo::vector_double& x);
+// The choice per group a decision vector means (a one-choice group's two values both mean it).
+std::vector<int> choices_from_decision_vector(const SearchSpace& space,
+                                              const pagmo::vector_double& x);
 
 }  // namespace kvplan::search

@@ -104,7 +104,7 @@ SearchResult nsga2_front(const SearchSpace& space, const Nsga2Options& options,
     const pagmo::population pop = island.get_population();
     result.evaluations += static_cast<unsigned>(pop.get_problem().get_fevals());
     for (const pagmo::vector_double& x : pop.get_x()) {
-      std::vector<int> choice = choices_from_decision_vector(x);
+      std::vector<int> choice = choices_from_decision_vector(space, x);
       if (!seen.insert(choice).second) continue;
       points.push_back(evaluate_assignment(space, table, choice));
     }

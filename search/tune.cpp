@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
@@ -93,11 +95,16 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   {
     const double floor = minimum_memory(space, SearchTable::build(space));
     if (floor > options.budget * (1 + 1e-12)) {
+      const std::vector<int> boundary =
+          engine_boundary_layers(engine, static_cast<int>(all.size()));
       fail(ErrorCode::kInvalidArgument,
            "budget {}: the smallest possible plan takes {} {} (every layer in its smallest "
-           "candidate)",
+           "candidate{})",
            options.budget_description, floor,
-           options.measure == MemoryMeasure::kBytes ? "bytes per token" : "equivalent bits");
+           options.measure == MemoryMeasure::kBytes ? "bytes per token" : "equivalent bits",
+           boundary.empty() ? ""
+                            : fmt::format("; {} keeps layers {} at the model's dtype",
+                                          engine.display, fmt::join(boundary, ", ")));
     }
   }
 
@@ -138,7 +145,7 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   for (const UniformConfig& u : uniforms) {
     if (static_cast<int>(extra.size()) == options.uniform_validations) break;
     if (memory_of_uniform(u) > options.budget * (1 + 1e-12)) continue;
-    if (!engine_stores(engine, u.pair)) continue;
+    if (!engine_runs_uniform(engine, u.pair, static_cast<int>(all.size()))) continue;
     extra.push_back({"uniform " + u.pair.name(), std::vector<KvPair>(all.size(), u.pair),
                      memory_of_uniform(u), u.layer_errors});
   }

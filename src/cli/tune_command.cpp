@@ -3,6 +3,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/cli_util.h"
@@ -30,7 +32,7 @@ struct TuneCommandOptions {
 
 // A byte budget no plan can meet is refused from the formats' sizes, before profiling.
 void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const ModelConfig& c,
-                                       const ProfileOptions& p) {
+                                       const ProfileOptions& p, const EngineSpec& engine) {
   if (t.measure != search::MemoryMeasure::kBytes) return;
   double budget = t.budget;
   if (t.max_effective_bits > 0) {
@@ -41,12 +43,17 @@ void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const Model
           ? catalog_side_candidates(c, p.settings, {.formats = p.formats, .all_dkl = false})
                 .candidates
           : p.candidates;
-  const double smallest = smallest_plan_bytes(c, p.settings, candidates, t.layer_token_share);
+  const std::vector<int> boundary = engine_boundary_layers(engine, c.n_layers);
+  const double smallest =
+      smallest_plan_bytes(c, p.settings, candidates, t.layer_token_share, boundary);
   if (smallest > budget * (1 + 1e-12)) {
     fail(ErrorCode::kInvalidArgument,
          "budget {} = {:.1f} bytes per token: the smallest possible plan takes {} bytes per token "
-         "(every layer in its smallest candidate)",
-         t.budget_description, budget, smallest);
+         "(every layer in its smallest candidate{})",
+         t.budget_description, budget, smallest,
+         boundary.empty() ? ""
+                          : fmt::format("; {} keeps layers {} at 16 bits", engine.display,
+                                        fmt::join(boundary, ", ")));
   }
 }
 
@@ -65,7 +72,7 @@ void run_tune(const TuneCommandOptions& o) {
   const ProfileInputs in = load_profile_inputs(o.model, o.profile);
   const search::TuneOptions search_options =
       tune_options_from_flags(o.flags, in.weights.config.sliding_window);
-  refuse_budget_below_smallest_plan(search_options, in.weights.config, opt);
+  refuse_budget_below_smallest_plan(search_options, in.weights.config, opt, engine);
   // Every input is checked before the long profile: the texts and their overlap.
   const std::filesystem::path calibration_file = calibration_path(o.profile);
   const PlanTexts texts =

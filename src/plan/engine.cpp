@@ -1,5 +1,6 @@
 #include "plan/engine.h"
 
+#include <algorithm>
 #include <array>
 #include <ranges>
 
@@ -12,6 +13,15 @@ namespace kvplan {
 namespace {
 
 using G = LayerGranularity;
+
+// vLLM's TQ_PRESETS (turboquant/config.py): key bits 8 = FP8 keys, else Lloyd-Max keys; uniform
+// values. docs/engine-kv-formats.md section 2.
+constexpr std::array kTurboquantPresets{
+    EnginePreset{"turboquant_k8v4", "tq_fp8/tq_int4"},
+    EnginePreset{"turboquant_4bit_nc", "tq_mse4/tq_int4"},
+    EnginePreset{"turboquant_k3v4_nc", "tq_mse3/tq_int4"},
+    EnginePreset{"turboquant_3bit_nc", "tq_mse3/tq_int3"},
+};
 
 constexpr std::array kEngines{
     EngineSpec{EngineId::kKvplan, "kvplan", "kvplan", 0, G::kFree, false, true,
@@ -26,10 +36,12 @@ constexpr std::array kEngines{
     EngineSpec{EngineId::kVllm, "vllm", "vLLM", kEngineVllm, G::kSkipList, true, true,
                "--kv-cache-dtype DTYPE --kv-cache-dtype-skip-layers L ... (vllm/config/cache.py)",
                ""},
-    EngineSpec{EngineId::kVllmTurboquant, "vllm-turboquant", "vLLM TurboQuant", 0, G::kSkipList,
-               true, true, "--kv-cache-dtype turboquant_{k8v4,4bit_nc,k3v4_nc,3bit_nc}",
-               "kvplan does not pack vLLM's TurboQuant slots yet: their Lloyd-Max codebooks are "
-               "solved at run time and were not reproduced (docs/engine-kv-formats.md section 2)"},
+    EngineSpec{EngineId::kVllmTurboquant, "vllm-turboquant", "vLLM TurboQuant",
+               kEngineVllmTurboquant, G::kSkipList, false, true,
+               "--kv-cache-dtype turboquant_{k8v4,4bit_nc,k3v4_nc,3bit_nc} "
+               "--kv-cache-dtype-skip-layers L ... (vllm/engine/arg_utils.py: layers 0, 1 and "
+               "the last two are always skipped)",
+               "", kTurboquantPresets, 2},
     EngineSpec{EngineId::kTrtllm, "trtllm", "TensorRT-LLM", kEngineTrtllm, G::kRanges, true, true,
                "kv_cache_config.dtype \"0-3:fp8,4-35:nvfp4\" (TensorRT-LLM PR #13695, proposed)",
                ""},
@@ -80,7 +92,33 @@ bool engine_stores(const EngineSpec& engine, const Format& f) {
 
 bool engine_stores(const EngineSpec& engine, const KvPair& pair) {
   if (!engine_stores(engine, pair.key) || !engine_stores(engine, pair.value)) return false;
+  if (!engine.presets.empty()) {
+    return (is_model_dtype(pair.key) && pair.key == pair.value) ||
+           engine_preset(engine, pair) != nullptr;
+  }
   return !engine.one_dtype_per_layer || pair.key == pair.value;
+}
+
+bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_layers) {
+  if (!engine_stores(engine, pair)) return false;
+  return engine_boundary_layers(engine, n_layers).empty() ||
+         (is_model_dtype(pair.key) && is_model_dtype(pair.value));
+}
+
+const EnginePreset* engine_preset(const EngineSpec& engine, const KvPair& pair) {
+  for (const EnginePreset& p : engine.presets) {
+    if (KvPair::parse(p.pair) == pair) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<int> engine_boundary_layers(const EngineSpec& engine, int n_layers) {
+  const int n = std::min(engine.boundary_layers, n_layers / 2);
+  std::vector<int> out;
+  for (int l = 0; l < n_layers; ++l) {
+    if (l < n || l >= n_layers - n) out.push_back(l);
+  }
+  return out;
 }
 
 std::vector<Format> engine_formats(const EngineSpec& engine) {

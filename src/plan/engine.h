@@ -38,6 +38,12 @@ enum class LayerGranularity {
   kRanges,      // layer ranges, each with one dtype ("0-3:fp8,4-35:nvfp4", TensorRT-LLM)
 };
 
+// A K/V pair an engine takes only as a whole, under a name of its own (vLLM's TurboQuant presets).
+struct EnginePreset {
+  std::string_view name;  // "turboquant_4bit_nc"
+  std::string_view pair;  // "tq_mse4/tq_int4"
+};
+
 struct EngineSpec {
   EngineId id = EngineId::kKvplan;
   std::string_view name;     // the --engine / --to value: "ik-llamacpp"
@@ -50,6 +56,11 @@ struct EngineSpec {
   bool keeps_model_dtype = false;
   std::string_view grammar;     // the flags or config it takes, for --help and errors
   std::string_view not_packed;  // non-empty: kvplan cannot pack this engine's formats, and why
+  // Non-empty: a quantized layer holds one of these pairs, and one of them for every layer.
+  std::span<const EnginePreset> presets = {};
+  // The first and last N layers (N at most half the layers) stay at the model's dtype whatever
+  // the configuration says (vLLM TurboQuant's boundary layers).
+  int boundary_layers = 0;
 };
 
 std::span<const EngineSpec> all_engines();
@@ -67,6 +78,16 @@ bool engine_stores(const EngineSpec& engine, const Format& f);
 // True when one layer of the engine can hold this pair (both formats stored, and one dtype when
 // the engine takes one per layer). Says nothing about the layer structure (granularity).
 bool engine_stores(const EngineSpec& engine, const KvPair& pair);
+
+// True when the engine runs `pair` on every one of n_layers layers (its boundary layers allow only
+// the model's dtype).
+bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_layers);
+
+// The preset `pair` is, or nullptr.
+const EnginePreset* engine_preset(const EngineSpec& engine, const KvPair& pair);
+
+// The layers (of n_layers) the engine keeps at the model's dtype whatever it is told, ascending.
+std::vector<int> engine_boundary_layers(const EngineSpec& engine, int n_layers);
 
 // The engine's formats in catalogue order (16-bit ones included when it keeps the model's dtype).
 std::vector<Format> engine_formats(const EngineSpec& engine);

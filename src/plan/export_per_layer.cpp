@@ -303,6 +303,8 @@ PlanExport export_plan(const Plan& plan, EngineId id) {
       return export_ik_llamacpp(plan);
     case EngineId::kVllm:
       return export_vllm(plan);
+    case EngineId::kVllmTurboquant:
+      return export_vllm_turboquant(plan);
     case EngineId::kTrtllm:
       return export_trtllm(plan);
     case EngineId::kModelopt:

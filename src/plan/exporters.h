@@ -65,6 +65,10 @@ PlanExport export_kvtuner_yaml(const Plan& plan);
 // that differ take the widest type among them; formats ik_llama.cpp lacks take the nearest one.
 PlanExport export_ik_llamacpp(const Plan& plan);
 
+// vLLM TurboQuant: --kv-cache-dtype turboquant_* (one K/V preset for every quantized layer) and
+// --kv-cache-dtype-skip-layers; the first and last two layers always stay at the model's dtype.
+PlanExport export_vllm_turboquant(const Plan& plan);
+
 // TensorRT-LLM: kv_cache_config.dtype as layer ranges, "0-3:fp8,4-29:nvfp4" (PR #13695), in a
 // YAML file for --extra_llm_api_options. A layer takes one dtype: its wider side's.
 PlanExport export_trtllm(const Plan& plan);

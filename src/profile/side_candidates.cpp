@@ -54,14 +54,18 @@ Format side_format(const KvPair& pair) {
 
 double smallest_plan_bytes(const ModelConfig& config, const QuantSettings& settings,
                            const std::vector<KvPair>& candidates,
-                           const std::vector<double>& layer_token_share) {
+                           const std::vector<double>& layer_token_share,
+                           const std::vector<int>& sixteen_bit_layers) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   double total = 0;
   for (int l = 0; l < config.n_layers; ++l) {
     const size_t L = static_cast<size_t>(l);
     const KvLayerGeometry g{config.n_kv_heads[L], config.head_dim, config.sliding_window[L]};
     double key = kNone, value = kNone, joint = kNone;
-    for (const KvPair& p : candidates) {
+    const bool sixteen_bit = std::find(sixteen_bit_layers.begin(), sixteen_bit_layers.end(), l) !=
+                             sixteen_bit_layers.end();
+    for (const KvPair& p :
+         sixteen_bit ? std::vector<KvPair>{KvPair::parse("f16/f16")} : candidates) {
       const LayerTokenBytes b = layer_bytes_per_token(g, p, settings, l);
       switch (candidate_side(p)) {
         case CandidateSide::kKeyOnly:

@@ -49,10 +49,12 @@ SideCandidates catalog_side_candidates(const ModelConfig& config, const QuantSet
 
 // The least bytes per token any plan over these candidates can take (keys and values of side
 // candidates chosen independently, joint pairs as they are), from the formats' sizes alone: the
-// budget check that needs no profile.
+// budget check that needs no profile. Layers in `sixteen_bit_layers` count as f16/f16 (an engine
+// that keeps them at the model's dtype).
 double smallest_plan_bytes(const ModelConfig& config, const QuantSettings& settings,
                            const std::vector<KvPair>& candidates,
-                           const std::vector<double>& layer_token_share = {});
+                           const std::vector<double>& layer_token_share = {},
+                           const std::vector<int>& sixteen_bit_layers = {});
 
 // The 4-bit format the anchors use: q4_0 where it packs, else int4.
 Format anchor_format(const std::vector<Format>& available);

@@ -199,16 +199,48 @@ TEST_F(TuneCommand, EngineSearchGivesAPlanTheEngineRunsAsItIs) {
       run_kvplan("export --plan " + (dir_ / "v.json").string() + " --to vllm --measure");
   EXPECT_EQ(no_profile.exit_code, 2);
   EXPECT_NE(no_profile.err.find("--profile"), std::string::npos) << no_profile.err;
-  // The same search for an engine kvplan cannot pack, and an unknown engine: one line, exit 2.
-  for (const char* bad : {"--engine vllm-turboquant", "--engine sglang"}) {
-    const RunResult b = run_kvplan(tune("b.json", bad));
-    EXPECT_EQ(b.exit_code, 2) << bad;
-    EXPECT_EQ(count_lines(b.err), 1) << b.err;
-    EXPECT_FALSE(fs::exists(dir_ / "b.json"));
-  }
+  // The same search for an unknown engine: one line, exit 2.
+  const RunResult b = run_kvplan(tune("b.json", "--engine sglang"));
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_EQ(count_lines(b.err), 1) << b.err;
+  EXPECT_FALSE(fs::exists(dir_ / "b.json"));
   const RunResult to = run_kvplan("export --plan " + (dir_ / "v.json").string() + " --to sglang");
   EXPECT_EQ(to.exit_code, 2);
   EXPECT_NE(to.err.find("ik-llamacpp"), std::string::npos) << to.err;
+}
+
+// vLLM TurboQuant: one preset on every quantized layer, the boundary layers (stories260K has 5:
+// 0, 1, 3, 4) at the model's dtype, and an export vLLM takes as it is.
+TEST_F(TuneCommand, TurboquantSearchKeepsBoundaryLayersAndOnePreset) {
+  const RunResult r = run_kvplan(tune("tq.json", "--engine vllm-turboquant", "--max-bits 14"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = read_json(dir_ / "tq.json");
+  EXPECT_EQ(plan["provenance"]["engine"], "vllm-turboquant");
+  std::set<std::string> presets;
+  for (const auto& l : plan["layers"]) {
+    const std::string k = l["key"].get<std::string>(), v = l["value"].get<std::string>();
+    const int index = l["index"].get<int>();
+    if (index != 2) {
+      EXPECT_TRUE((k == "f16" || k == "bf16") && k == v) << "boundary layer " << index;
+    } else if (k != "f16" && k != "bf16") {
+      presets.insert(k + "/" + v);
+    }
+  }
+  EXPECT_EQ(presets.size(), 1u);
+  const RunResult e =
+      run_kvplan("export --json --plan " + (dir_ / "tq.json").string() + " --to vllm-turboquant");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto out = nlohmann::json::parse(e.out);
+  EXPECT_TRUE(out["losses"].empty()) << out["losses"];
+  EXPECT_NE(out["text"].get<std::string>().find("--kv-cache-dtype-skip-layers 0 1 3 4"),
+            std::string::npos)
+      << out["text"];
+  // Below the boundary layers' own bytes (4 of 5 layers at 16 bits): one line, exit 2.
+  const RunResult low = run_kvplan(tune("low.json", "--engine vllm-turboquant", "--max-bits 12"));
+  EXPECT_EQ(low.exit_code, 2);
+  EXPECT_NE(low.err.find("vLLM TurboQuant keeps layers 0, 1, 3, 4 at 16 bits"), std::string::npos)
+      << low.err;
+  EXPECT_FALSE(fs::exists(dir_ / "low.json"));
 }
 
 TEST_F(TuneCommand, BadBudgetsAndMismatchedProfilesAreRefused) {

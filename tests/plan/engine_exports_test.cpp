@@ -6,6 +6,9 @@
 //   llama-bench's ggml_type_from_name; -fa is a switch there;
 // - vLLM: --kv-cache-dtype from CacheDType (vllm/config/cache.py), --kv-cache-dtype-skip-layers
 //   with space-separated layer indices (argparse nargs="+", docs "Quantized KV Cache");
+// - vLLM TurboQuant: --kv-cache-dtype turboquant_{k8v4,4bit_nc,k3v4_nc,3bit_nc} (TQ_PRESETS in
+//   turboquant/config.py: K/V bits 8/4, 4/4, 3/4, 3/3), the first and last two layers added to
+//   the skip list by vLLM itself (engine/arg_utils.py, get_boundary_skip_layers) — vLLM 0.34.0;
 // - TensorRT-LLM: kv_cache_config.dtype "0-3:fp8,4-35:nvfp4" (PR #13695);
 // - ModelOpt: kv_cache_quant_algo, kv_cache_quantized_layers {"model.layers.N.self_attn":
 //   {"quant_algo": "FP8" | "NVFP4"}}, kv_cache_schema_version 1 (Model-Optimizer
@@ -177,6 +180,36 @@ TEST(EngineExports, VllmAndLlamaCppTextsFollowTheirGrammars) {
   const PlanExport l = export_llamacpp(p);
   EXPECT_TRUE(matches(l.text, "-ctk " + kLlamaTypes + " -ctv " + kLlamaTypes + "( -fa on)?"))
       << l.text;
+}
+
+TEST(EngineExports, VllmTurboquantTakesOnePresetAndSkipsItsBoundaryLayers) {
+  // A plan TurboQuant runs as it is: k3v4_nc on the middle layers, bf16 at the boundary.
+  const Plan exact = plan_with({"bf16/bf16", "bf16/bf16", "tq_mse3/tq_int4", "tq_mse3/tq_int4",
+                                "bf16/bf16", "tq_mse3/tq_int4", "bf16/bf16", "bf16/bf16"},
+                               128);
+  const PlanExport e = export_plan(exact, EngineId::kVllmTurboquant);
+  EXPECT_TRUE(matches(
+      e.text, "--kv-cache-dtype " + kVllmDtypes + " --kv-cache-dtype-skip-layers [0-9]+( [0-9]+)*"))
+      << e.text;
+  EXPECT_EQ(e.text, "--kv-cache-dtype turboquant_k3v4_nc --kv-cache-dtype-skip-layers 0 1 4 6 7");
+  EXPECT_TRUE(e.exact()) << e.losses.size();
+  // Another plan maps: each quantized layer to the smallest preset at or above its bits (q8_0 ->
+  // FP8 keys; 4-bit values -> tq_int4), the boundary layers to bf16, every loss listed.
+  const Plan mapped = plan_with({"q4_0/q4_0", "bf16/bf16", "q8_0/q4_0", "q8_0/q4_0", "tq_mse4/int4",
+                                 "q8_0/q4_0", "q4_0/q4_0", "q4_0/q4_0"},
+                                128);
+  const PlanExport m = export_plan(mapped, EngineId::kVllmTurboquant);
+  EXPECT_EQ(m.text, "--kv-cache-dtype turboquant_k8v4 --kv-cache-dtype-skip-layers 0 1 6 7");
+  ASSERT_EQ(m.runs.size(), 8u);
+  EXPECT_EQ(m.runs[0], KvPair::parse("bf16/bf16"));
+  EXPECT_EQ(m.runs[4], KvPair::parse("tq_fp8/tq_int4"));
+  EXPECT_FALSE(m.exact());
+  bool boundary_loss = false;
+  for (const auto& loss : m.losses) {
+    boundary_loss =
+        boundary_loss || loss.reason.find("boundary layers (0, 1, 6, 7)") != std::string::npos;
+  }
+  EXPECT_TRUE(boundary_loss);
 }
 
 // An engine that stores none of the plan's formats: one error naming what it lacks and the search

@@ -12,8 +12,11 @@ namespace {
 
 // Every key x value pair of a few formats of several engines; errors fall as bits rise, keys weigh
 // three times more than values, and each layer has its own sensitivity.
-std::vector<LayerCandidates> catalogue_layers(const std::vector<double>& sensitivity) {
-  const char* formats[] = {"f16", "q8_0", "q4_0", "fp8_e4m3", "nvfp4", "int4", "int8"};
+std::vector<LayerCandidates> catalogue_layers(const std::vector<double>& sensitivity,
+                                              const std::vector<const char*>& formats = {
+                                                  "f16", "q8_0", "q4_0", "fp8_e4m3", "nvfp4",
+                                                  "int4", "int8", "tq_fp8", "tq_mse4", "tq_mse3",
+                                                  "tq_int4", "tq_int3"}) {
   std::vector<LayerCandidates> layers;
   for (size_t l = 0; l < sensitivity.size(); ++l) {
     LayerCandidates lc{static_cast<int>(l), {}};
@@ -49,6 +52,9 @@ TEST(EngineSpace, EveryChoiceIsAPairTheEngineStores) {
         }
         if (engine.id == EngineId::kHf) {
           EXPECT_NE(p.key.family(), FormatFamily::kPlain);
+        }
+        if (!engine.presets.empty() && !is_model_dtype(p.key)) {
+          EXPECT_NE(engine_preset(engine, p), nullptr) << engine.name << " " << p.name();
         }
       }
     }
@@ -118,9 +124,38 @@ TEST(EngineSpace, AProfileWithoutTheEnginesFormatsIsRefusedNamingThem) {
                               1e9);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
-    EXPECT_NE(std::string(e.what()).find("TurboQuant"), std::string::npos);
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("as its K/V presets"), std::string::npos) << what;
+    EXPECT_NE(what.find("--formats f16,bf16,tq_fp8,tq_mse3,tq_mse4,tq_int3,tq_int4"),
+              std::string::npos)
+        << what;
   }
+}
+
+// vLLM TurboQuant: one preset K/V pair for every quantized layer; the first and last two layers
+// at the model's dtype whatever the budget.
+TEST(EngineSpace, TurboquantTakesOnePresetAndKeepsItsBoundaryLayers) {
+  const auto layers = catalogue_layers({1, 1, 4, 1, 1, 1, 1, 1});
+  const EngineSpec& tq = engine_spec(EngineId::kVllmTurboquant);
+  const double f16 = bytes_of(KvPair::parse("f16/f16"));
+  const EngineSpace s = engine_search_space(layers, tq, MemoryMeasure::kBytes, 5 * f16);
+  EXPECT_EQ(s.structures_priced, 4u) << s.structure;  // the four presets
+  EXPECT_NE(s.structure.find("one preset, turboquant_"), std::string::npos) << s.structure;
+  EXPECT_NE(s.structure.find("layers 0, 1, 6, 7 at the model's dtype"), std::string::npos)
+      << s.structure;
+  std::set<std::string> quantized;
+  for (const LayerGroup& g : s.space.groups) {
+    for (const KvPair& p : g.choices) {
+      if (is_model_dtype(p.key)) continue;
+      quantized.insert(p.name());
+      for (int l : g.layers) EXPECT_TRUE(l >= 2 && l <= 5) << p.name() << " on layer " << l;
+    }
+  }
+  EXPECT_EQ(quantized.size(), 1u) << s.structure;
+  // A budget below the boundary layers' own bytes: nothing fits.
+  EXPECT_TRUE(std::isinf(best_error_within_budget(
+      engine_search_space(layers, tq, MemoryMeasure::kBytes, 3.9 * f16).space)));
 }
 
 }  // namespace
