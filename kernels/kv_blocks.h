@@ -127,8 +127,14 @@ KVPLAN_HD constexpr bool rotated_row_fits(long row_values) {
 // scale, then the f16 minimum. vLLM's slot is [key row | value row], padded to an even size.
 inline constexpr int kTqNormBytes = 2;
 inline constexpr int kTqScaleMinBytes = 4;
-// The codebooks (kernels/turboquant_codebooks.h) cover head_dim 8 ... kMaxRotatedRow.
-inline constexpr int kTqMinRotatedRow = 8;
+// The per-head_dim tables (TurboQuant's codebooks, int4_per_token_head's signs) cover head_dim
+// kMinTabulatedRow ... kMaxRotatedRow.
+inline constexpr int kMinTabulatedRow = 8;
+
+// vLLM's int4_per_token_head row: the row rotated by H D (D: vLLM's fixed random signs, H the
+// unnormalized Sylvester Hadamard matrix), as 4-bit asymmetric codes (element 2j in the low nibble
+// of byte j), then the row's f32 scale whose 4 low mantissa bits hold the zero point (vLLM keeps
+// the scales in a tensor of their own).
 
 inline constexpr int kNvfp4Group = 16;
 inline constexpr int kNvfp4GroupCodeBytes = 8;

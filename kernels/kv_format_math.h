@@ -18,6 +18,7 @@
 #include "kernels/kv_blocks.h"
 #include "kernels/kvplan_hd.h"
 #include "kernels/turboquant_codebooks.h"
+#include "kernels/vllm_rht_signs.h"
 
 namespace kvplan {
 
@@ -530,7 +531,7 @@ KVPLAN_HD inline void dequantize_row_fp8_per_token_head(const uint8_t* in, int n
 // The normalized Walsh-Hadamard transform of n values (n a power of two), in place: log2(n)
 // butterfly passes of (a + b, a - b), then a scale of 1/sqrt(n). It is orthonormal and its own
 // inverse, so dequantization applies it again. One fixed order of operations on CPU and GPU.
-KVPLAN_HD inline void hadamard_transform(float* x, int n) {
+KVPLAN_HD inline void hadamard_butterflies(float* x, int n) {
   for (int half = 1; half < n; half *= 2) {
     for (int start = 0; start < n; start += 2 * half) {
       for (int i = start; i < start + half; ++i) {
@@ -540,6 +541,9 @@ KVPLAN_HD inline void hadamard_transform(float* x, int n) {
       }
     }
   }
+}
+KVPLAN_HD inline void hadamard_transform(float* x, int n) {
+  hadamard_butterflies(x, n);
   const float scale = 1.0f / std::sqrt(static_cast<float>(n));
   for (int i = 0; i < n; ++i) x[i] *= scale;
 }
@@ -552,12 +556,12 @@ static __device__ const float kTqCentroids3Device[7][8] = KVPLAN_TQ_CENTROIDS_3;
 static __device__ const float kTqCentroids4Device[7][16] = KVPLAN_TQ_CENTROIDS_4;
 #endif
 
-// vLLM's codebook for a row of n values (a power of two in [kTqMinRotatedRow, kMaxRotatedRow]):
+// vLLM's codebook for a row of n values (a power of two in [kMinTabulatedRow, kMaxRotatedRow]):
 // 2^kBits sorted centroids.
 template <int kBits>
 KVPLAN_HD inline const float* tq_centroids(int n) {
   int slot = 0;
-  while ((kTqMinRotatedRow << slot) < n) ++slot;
+  while ((kMinTabulatedRow << slot) < n) ++slot;
 #if defined(__CUDA_ARCH__) && !defined(__HIPCC__)
   if constexpr (kBits == 3) return kTqCentroids3Device[slot];
   return kTqCentroids4Device[slot];
@@ -657,6 +661,69 @@ KVPLAN_HD inline void dequantize_row_tq_int(const uint8_t* in, int n, float* y) 
   const float scale = f16_to_f32(load_u16_le(in + n * kBits / 8));
   const float lo = f16_to_f32(load_u16_le(in + n * kBits / 8 + 2));
   for (int i = 0; i < n; ++i) y[i] = static_cast<float>(tq_code(in, i, kBits)) * scale + lo;
+}
+
+// ---- vLLM int4_per_token_head (layout in kv_blocks.h) -----------------------------------------
+inline constexpr uint32_t kVllmRhtSigns[7][kMaxRotatedRow / 32] = KVPLAN_VLLM_RHT_SIGNS;
+#if defined(__CUDACC__) && !defined(__HIPCC__)
+static __device__ const uint32_t kVllmRhtSignsDevice[7][kMaxRotatedRow / 32] =
+    KVPLAN_VLLM_RHT_SIGNS;
+#endif
+// -1 where vLLM's sign vector for rows of n values (a power of two in [kMinTabulatedRow,
+// kMaxRotatedRow]) is negative, else +1.
+KVPLAN_HD inline float vllm_rht_sign(int n, int i) {
+  int slot = 0;
+  while ((kMinTabulatedRow << slot) < n) ++slot;
+#if defined(__CUDA_ARCH__) && !defined(__HIPCC__)
+  const uint32_t word = kVllmRhtSignsDevice[slot][i / 32];
+#else
+  const uint32_t word = kVllmRhtSigns[slot][i / 32];
+#endif
+  return (word >> (i % 32)) & 1u ? -1.0f : 1.0f;
+}
+
+// vLLM rounds half away from zero by truncating x +- 0.5, then clamps to [0, 15].
+KVPLAN_HD inline uint32_t vllm_int4_round(float x) {
+  const float t = x >= 0.0f ? x + 0.5f : x - 0.5f;
+  return !(t >= 1.0f) ? 0u : t >= 15.0f ? 15u : static_cast<uint32_t>(t);
+}
+
+// vLLM's reshape_and_cache_int4 on an f32 row (its CPU rotation, then its write kernel): r = H (s
+// x) unnormalized; scale = max((max - min) / 15, 1e-6); zero point zp = round(-min / scale); codes
+// round(r * (1 / scale) + zp), both rounded half away and clamped to [0, 15]; the scale's 4 low
+// mantissa bits replaced by zp. vLLM casts r to the model's dtype (bf16, f16) before the kernel,
+// and on a GPU rotates with hadacore or a Triton matmul in bf16 and divides with div.full.f32;
+// kvplan keeps r in f32 (vLLM's path for f32 rows) and divides exactly.
+KVPLAN_HD inline void quantize_row_int4_per_token_head(const float* x, int n, uint8_t* out) {
+  float r[kMaxRotatedRow];
+  for (int i = 0; i < n; ++i) r[i] = x[i] * vllm_rht_sign(n, i);
+  hadamard_butterflies(r, n);
+  float lo = r[0], hi = r[0];
+  for (int i = 1; i < n; ++i) {
+    lo = r[i] < lo ? r[i] : lo;
+    hi = r[i] > hi ? r[i] : hi;
+  }
+  const float scale = fmaxf_hd((hi - lo) / 15.0f, 1e-6f);
+  const uint32_t zp = vllm_int4_round(-lo / scale);
+  const float zero = static_cast<float>(zp), inv = 1.0f / scale;
+  for (int j = 0; j < n / 2; ++j) {
+    out[j] = static_cast<uint8_t>(vllm_int4_round(r[2 * j] * inv + zero) |
+                                  (vllm_int4_round(r[2 * j + 1] * inv + zero) << 4));
+  }
+  store_u32_le(out + n / 2, (f32_bits(scale) & ~15u) | zp);
+}
+// Rotated values (code - zp) * scale (its zero-point bits cleared), then vLLM's inverse: the
+// Hadamard transform, the signs, and 1 / n.
+KVPLAN_HD inline void dequantize_row_int4_per_token_head(const uint8_t* in, int n, float* y) {
+  const uint32_t bits = load_u32_le(in + n / 2);
+  const float zero = static_cast<float>(bits & 15u), scale = f32_from_bits(bits & ~15u);
+  for (int j = 0; j < n / 2; ++j) {
+    y[2 * j] = (static_cast<float>(in[j] & 15u) - zero) * scale;
+    y[2 * j + 1] = (static_cast<float>(in[j] >> 4) - zero) * scale;
+  }
+  hadamard_butterflies(y, n);
+  const float inv_n = 1.0f / static_cast<float>(n);
+  for (int i = 0; i < n; ++i) y[i] = y[i] * vllm_rht_sign(n, i) * inv_n;
 }
 
 }  // namespace kvplan

@@ -26,6 +26,7 @@ enum class FormatFamily : uint8_t {
   kFp8,          // OCP FP8 with a per-(layer, head) f32 scale kept outside the row
   kMicroscaled,  // small floats with a float scale per block (OCP MX, NVFP4)
   kTurboQuant,   // vLLM's TurboQuant rows: rotated Lloyd-Max keys, per-row uniform values, raw FP8
+  kRotatedInt,   // ints of a randomized-Hadamard-rotated row, one scale per row (vLLM int4 KV)
   kOpaqueSlot,   // bytes kvplan stores and moves but never interprets
 };
 
@@ -39,7 +40,7 @@ enum class RowUnit : uint8_t {
   kSplitBlock,
   // The whole row is one unit: `bits` per value packed densely, then unit_bytes bytes of the row's
   // parameters (its scale, norm, minimum). Codecs that rotate the row (codec_rotates_row) need
-  // a power of two in [kTqMinRotatedRow, kMaxRotatedRow]; 3-bit codes need whole groups of 8.
+  // a power of two in [kMinTabulatedRow, kMaxRotatedRow]; 3-bit codes need whole groups of 8.
   kRow,
   // The row rotated by the normalized Walsh-Hadamard transform, then packed as blocks of
   // unit_values values in unit_bytes bytes. The rotation mixes every value of the row, so the row
@@ -77,6 +78,7 @@ enum class Codec : uint8_t {
   kTqMse4,
   kTqInt3,
   kTqInt4,
+  kInt4PerTokenHead,
 };
 
 // Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
@@ -192,7 +194,10 @@ struct KvFormatTraits {
   X(TqInt3, 91, "tq_int3", 1, kTurboQuant, 3, kTqInt3, kRow, 0, kTqScaleMinBytes, 0, 0.0f, false,  \
     kEngineVllmTurboquant, "3-bit asymmetric per row, f16 scale + min after (vLLM TurboQuant V)") \
   X(TqInt4, 92, "tq_int4", 1, kTurboQuant, 4, kTqInt4, kRow, 0, kTqScaleMinBytes, 0, 0.0f, false,  \
-    kEngineVllmTurboquant, "4-bit asymmetric per row, f16 scale + min after (vLLM TurboQuant V)")
+    kEngineVllmTurboquant, "4-bit asymmetric per row, f16 scale + min after (vLLM TurboQuant V)") \
+  X(Int4PerTokenHead, 93, "int4_per_token_head", 1, kRotatedInt, 4, kInt4PerTokenHead, kRow, 0,   \
+    kRowScaleBytes, 0, 0.0f, false, kEngineVllm,                                                 \
+    "4-bit asymmetric of the signed-Hadamard row, f32 scale + zero point per row (vLLM's)")
 // clang-format on
 
 // FormatId values for code that cannot include src/formats/format.h (device code).
@@ -240,7 +245,14 @@ KVPLAN_HD constexpr bool per_value_codec(Codec c) {
 // Codecs that rotate the whole row before quantizing it (the Hadamard formats, TurboQuant keys).
 KVPLAN_HD constexpr bool codec_rotates_row(Codec c) {
   return c == Codec::kHadamardQ8_0 || c == Codec::kHadamardQ4_0 || c == Codec::kHadamardIq4Nl ||
-         c == Codec::kTqMse3 || c == Codec::kTqMse4;
+         c == Codec::kTqMse3 || c == Codec::kTqMse4 || c == Codec::kInt4PerTokenHead;
+}
+
+// The least row a rotating codec packs: those with tables per head_dim start at kMinTabulatedRow.
+KVPLAN_HD constexpr int least_rotated_row(Codec c) {
+  return c == Codec::kTqMse3 || c == Codec::kTqMse4 || c == Codec::kInt4PerTokenHead
+             ? kMinTabulatedRow
+             : 1;
 }
 
 // Bits per code of the int codecs (0 for every other codec).

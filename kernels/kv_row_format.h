@@ -95,7 +95,7 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
     case RowUnit::kRow:
       if (row_values * t.bits % 8 != 0 || (t.bits == 3 && row_values % 8 != 0)) return false;
       if (codec_rotates_row(t.codec) &&
-          (!rotated_row_fits(row_values) || row_values < kTqMinRotatedRow)) {
+          (!rotated_row_fits(row_values) || row_values < least_rotated_row(t.codec))) {
         return false;
       }
       f.unit_values = row_values;
@@ -188,6 +188,8 @@ KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uin
     quantize_row_tq_int<3>(in, n, out);
   } else if constexpr (kC == Codec::kTqInt4) {
     quantize_row_tq_int<4>(in, n, out);
+  } else if constexpr (kC == Codec::kInt4PerTokenHead) {
+    quantize_row_int4_per_token_head(in, n, out);
   }
 }
 
@@ -252,6 +254,8 @@ KVPLAN_HD inline void dequantize_unit_as(const uint8_t* in, const uint8_t* scale
     dequantize_row_tq_int<3>(in, n, out);
   } else if constexpr (kC == Codec::kTqInt4) {
     dequantize_row_tq_int<4>(in, n, out);
+  } else if constexpr (kC == Codec::kInt4PerTokenHead) {
+    dequantize_row_int4_per_token_head(in, n, out);
   }
 }
 
@@ -337,6 +341,8 @@ KVPLAN_HD inline void with_codec(Codec c, Fn&& fn) {
       return fn(CodecTag<Codec::kTqInt3>{});
     case Codec::kTqInt4:
       return fn(CodecTag<Codec::kTqInt4>{});
+    case Codec::kInt4PerTokenHead:
+      return fn(CodecTag<Codec::kInt4PerTokenHead>{});
     case Codec::kNone:
       return;  // make_row_format refused it
   }

@@ -10,7 +10,10 @@
 #
 # Every search measures its plan and the uniform baselines on the report text (never used to
 # choose); about 5-10 minutes per engine on 2 cores, after a profile of 1-3 minutes. Files already
-# in OUT/engines (the profile, a plan) are kept: delete them to compute them again.
+# in OUT/engines (the profile, a plan) are kept: delete them to compute them again. An engine with
+# no configuration within the budget (vLLM TurboQuant keeps four layers at 16 bits) is recorded
+# with the search's reason, and its best plan at the least bytes it can take is searched and
+# measured instead (plan-ENGINE-least.json), outside the report's table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
@@ -32,20 +35,36 @@ work="${out}/engines"
 mkdir -p "${work}"
 profile="${work}/profile-all-formats.json"
 [[ -f "${profile}" ]] || "${kvplan}" -q profile --model "${model}" --formats all -o "${profile}"
-engines=(kvplan llamacpp ik-llamacpp vllm trtllm modelopt hf)
+engines=(kvplan llamacpp ik-llamacpp vllm vllm-turboquant trtllm modelopt hf)
 args=() plans=()
 for engine in "${engines[@]}"; do
   plan="${work}/plan-${engine}-${budget}.json"
   plans+=("${plan}")
   echo "engine-table: ${engine}" >&2
   # Long-context KL is left out: the table compares the engines on the report windows.
-  if [[ ! -f "${plan}" ]]; then
-    "${kvplan}" -q search --profile "${profile}" --model "${model}" \
+  refused="${work}/refused-${engine}-${budget}.txt"
+  if [[ ! -f "${plan}" && ! -f "${refused}" ]]; then
+    if ! "${kvplan}" -q search --profile "${profile}" --model "${model}" \
       --max-bytes-per-token "${budget}" --engine "${engine}" --long-context-tokens 0 \
-      -o "${plan}" > "${work}/search-${engine}-${budget}.txt"
+      -o "${plan}" > "${work}/search-${engine}-${budget}.txt" 2> "${refused}.tmp"; then
+      grep -q "the smallest possible plan takes" "${refused}.tmp" || { cat "${refused}.tmp" >&2; exit 1; }
+      grep "error:" "${refused}.tmp" | sed 's/^kvplan: error: //' > "${refused}"
+    fi
+    rm -f "${refused}.tmp"
+  fi
+  entry="${engine}"
+  if [[ -f "${refused}" ]]; then
+    # The least bytes the engine can take, as the search reported them.
+    least="$(sed -n 's/.*the smallest possible plan takes \([0-9.]*\) bytes per token.*/\1/p' "${refused}")"
+    plan="${work}/plan-${engine}-least.json"
+    [[ -f "${plan}" ]] || "${kvplan}" -q search --profile "${profile}" --model "${model}" \
+      --max-bytes-per-token "${least}" --engine "${engine}" --long-context-tokens 0 \
+      -o "${plan}" > "${work}/search-${engine}-least.txt"
+    unset 'plans[${#plans[@]}-1]'
+    entry="${engine}@${refused}"
   fi
   if [[ "${engine}" == kvplan ]]; then
-    args+=("${engine}=${plan}")
+    args+=("${entry}=${plan}")
     continue
   fi
   export_txt="${work}/export-${engine}-${budget}.txt"
@@ -57,7 +76,7 @@ for engine in "${engines[@]}"; do
   "${kvplan}" -q export --plan "${work}/plan-kvplan-${budget}.json" --to "${engine}" --measure \
     --profile "${profile}" --model "${model}" --json > "${mapped}" \
     || echo "engine-table: kvplan's plan does not map to ${engine}" >&2
-  args+=("${engine}=${plan}:${export_txt}:${mapped}")
+  args+=("${entry}=${plan}:${export_txt}:${mapped}")
 done
 engine_plans="$(IFS=,; echo "${plans[*]}")"
 for format in md html; do

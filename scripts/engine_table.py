@@ -3,9 +3,11 @@
 --engine-plans` draws: the layers of each plan searched with `kvplan search --engine E`, its export,
 and kvplan's own plan mapped to each engine (`kvplan export --measure`).
 
-    scripts/engine_table.py ENGINE=PLAN.json[:EXPORT.txt[:MAPPED.json]] ...  > engines.md
+    scripts/engine_table.py ENGINE[@REFUSED.txt]=PLAN.json[:EXPORT.txt[:MAPPED.json]] ... > engines.md
 
-MAPPED.json is `kvplan export --measure --json` of kvplan's own plan to that engine.
+MAPPED.json is `kvplan export --measure --json` of kvplan's own plan to that engine. With
+@REFUSED.txt the engine has no plan within the budget (the file holds the search's reason) and
+PLAN.json is its best plan at the least bytes it can take.
 
 Each plan's quality is read as plan.json records it (report text, never used to choose). Only the
 standard library: plan.json is JSON and the table is Markdown.
@@ -32,11 +34,21 @@ def main():
     rows, exports, mapped = [], [], []
     for arg in sys.argv[1:]:
         engine, files = arg.split("=", 1)
+        engine, _, refused_path = engine.partition("@")
         plan_path, _, rest = files.partition(":")
         export_path, _, mapped_path = rest.partition(":")
         with open(plan_path, encoding="utf-8") as f:
             plan = json.load(f)
-        rows.append((engine, runs(plan["layers"])))
+        layers = runs(plan["layers"])
+        if refused_path:
+            with open(refused_path, encoding="utf-8") as f:
+                reason = f.read().strip()
+            q = plan["quality"]
+            layers = (f"no plan within the budget ({reason}). Its best plan at the least bytes it "
+                      f"can take, {plan['summary']['bytes_per_token']:.0f} B/token: {layers}; "
+                      f"mean KL {q['mean_kl']:.4f}, top-1 {100 * q['top1_agreement']:.2f} % on "
+                      f"the report text")
+        rows.append((engine, layers))
         if export_path:
             with open(export_path, encoding="utf-8") as f:
                 exports.append((engine, f.read().rstrip("\n")))

@@ -46,9 +46,8 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
              info.name, info.block_values, n_values);
       }
       if (info.rotated) {
-        // TurboQuant's codebooks start at head_dim kTqMinRotatedRow.
-        const size_t least =
-            info.family == FormatFamily::kTurboQuant ? static_cast<size_t>(kTqMinRotatedRow) : 1;
+        // Formats with tables per head_dim start at kMinTabulatedRow.
+        const size_t least = static_cast<size_t>(least_rotated_row(info.codec));
         if (!rotated_row_fits(static_cast<long>(n_values)) || n_values < least) {
           fail(ErrorCode::kInvalidArgument,
                "format {} rotates whole rows with a Hadamard transform: a row of {} values is not "

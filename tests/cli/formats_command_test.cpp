@@ -10,7 +10,7 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 36u);
+  ASSERT_EQ(j["formats"].size(), 37u);
   for (const auto& f : j["formats"]) {
     if (f["name"] == "q4_0") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
@@ -41,6 +41,9 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
     }
     if (f["name"] == "tq_int3") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 52);
+    }
+    if (f["name"] == "int4_per_token_head") {  // 64 B of codes + the f32 scale (zero point in it)
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 68);
     }
     if (f["name"] == "tq_fp8") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 128);

@@ -61,7 +61,7 @@ double tq_mse_error_bound(const Format& f, std::span<const float> row) {
   norm = std::sqrt(norm);
   if (norm == 0) return 1e-30;
   const int bits = f.info().bits;
-  const int slot = std::countr_zero(n) - std::countr_zero(static_cast<size_t>(kTqMinRotatedRow));
+  const int slot = std::countr_zero(n) - std::countr_zero(static_cast<size_t>(kMinTabulatedRow));
   const float* c = bits == 3 ? kTqCentroids3[slot] : kTqCentroids4[slot];
   double err2 = 0;
   for (size_t j = 0; j < n; ++j) {
@@ -172,6 +172,23 @@ double error_bound(const Format& f, std::span<const float> row, std::span<const 
     case FormatId::kTqMse3:
     case FormatId::kTqMse4:
       return tq_mse_error_bound(f, row);
+    case FormatId::kInt4PerTokenHead: {
+      // Rotated values r = H (s x) (unnormalized) take codes within a step (max r - min r) / 15
+      // (the zero point is whole, and clamping at 15 can cut the top by half a step); the inverse
+      // H r / n moves each value by at most the largest of those errors.
+      const size_t n = row.size();
+      double rlo = 1e300, rhi = -1e300;
+      for (size_t j = 0; j < n; ++j) {
+        double r = 0;
+        for (size_t i = 0; i < n; ++i) {
+          r += (std::popcount(i & j) % 2 ? -1.0 : 1.0) *
+               vllm_rht_sign(static_cast<int>(n), static_cast<int>(i)) * row[i];
+        }
+        rlo = std::min(rlo, r);
+        rhi = std::max(rhi, r);
+      }
+      return std::max((rhi - rlo) / 15, 1e-6) * (1 + 1e-4) + margin;
+    }
     case FormatId::kSlot:
       break;
   }

@@ -1,5 +1,5 @@
 // vLLM TurboQuant rows (tq_fp8, tq_mse3/4, tq_int3/4): byte identity with vLLM's own store kernel
-// (data/turboquant_golden.json, written by scripts/turboquant-reference.sh, which runs vLLM
+// (data/turboquant_golden.json, written by scripts/vllm-reference.sh, which runs vLLM
 // 0.34.0's triton_turboquant_store.py on the CPU with Triton's interpreter), vLLM's codebooks
 // re-solved here, and values worked by hand.
 #include <bit>
@@ -179,7 +179,7 @@ std::vector<float> solve_lloyd_max(int d, int bits) {
 }
 
 TEST(TurboQuant, CodebooksAreVllmsLloydMaxSolutions) {
-  for (int slot = 0, d = kTqMinRotatedRow; d <= kMaxRotatedRow; ++slot, d *= 2) {
+  for (int slot = 0, d = kMinTabulatedRow; d <= kMaxRotatedRow; ++slot, d *= 2) {
     const std::vector<float> c3 = solve_lloyd_max(d, 3), c4 = solve_lloyd_max(d, 4);
     for (int i = 0; i < 8; ++i) EXPECT_EQ(c3[i], kTqCentroids3[slot][i]) << "d " << d << " i " << i;
     for (int i = 0; i < 16; ++i)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates kvplan's TurboQuant reference data from vLLM's own code: kernels/turboquant_codebooks.h
-# (vLLM's Lloyd-Max codebooks) and tests/formats/data/turboquant_golden.json (slot bytes written by
-# vLLM's Triton store kernel, run on the CPU by Triton's interpreter). A developer tool, not part of
+# Regenerates kvplan's reference data for vLLM's formats from vLLM's own code:
+# kernels/turboquant_codebooks.h (TurboQuant's Lloyd-Max codebooks), kernels/vllm_rht_signs.h
+# (int4_per_token_head's rotation signs), and the golden bytes written by vLLM's Triton store
+# kernels run on the CPU by Triton's interpreter (tests/formats/data/turboquant_golden.json,
+# int4_per_token_head_golden.json). A developer tool, not part of
 # the build or CI: it downloads the vLLM wheel (239 MB) and a torch + triton venv (about 5 GB) into
 # the kvplan cache.
 #
-#   scripts/turboquant-reference.sh
+#   scripts/vllm-reference.sh
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,12 +27,14 @@ rm -rf "${src}"
 mkdir -p "${src}"
 unzip -q -o "${cache}/vllm-${version}/${wheel}" \
   'vllm/model_executor/layers/quantization/turboquant/centroids.py' \
-  'vllm/v1/attention/ops/triton_turboquant_store.py' -d "${src}"
+  'vllm/v1/attention/ops/triton_turboquant_store.py' \
+  'vllm/v1/attention/ops/int4_per_token_head.py' -d "${src}"
 
 venv="${cache}/tq-venv"
 if [[ ! -x "${venv}/bin/python" ]]; then
   python3 -m venv "${venv}"
 fi
 "${venv}/bin/pip" install -q torch==2.15.0 triton==3.9.0 numpy==2.4.6
-"${venv}/bin/python" "${root}/scripts/turboquant_reference.py" "${src}" "${version}"
-clang-format -i "${root}/kernels/turboquant_codebooks.h" 2>/dev/null || true
+"${venv}/bin/python" "${root}/scripts/vllm_reference.py" "${src}" "${version}"
+clang-format -i "${root}/kernels/turboquant_codebooks.h" "${root}/kernels/vllm_rht_signs.h" \
+  2>/dev/null || true
