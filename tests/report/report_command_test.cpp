@@ -80,6 +80,21 @@ TEST_F(ReportCommand, CommittedEngineTableIsWhatTheCommandWritesToday) {
     EXPECT_EQ(plan["provenance"]["engine"], engine);
     EXPECT_LE(plan["summary"]["bytes_per_token"].get<double>(), 6480.0);
   }
+  // vLLM TurboQuant keeps layers 0, 1, 28, 29 at 16 bits: no plan within 6480 B/token, the reason
+  // recorded, and its best plan at the least bytes it can take, on its boundary layers 16-bit.
+  EXPECT_NE(slurp(reference(dir, "engines/refused-vllm-turboquant-6480.txt"))
+                .find("the smallest possible plan takes"),
+            std::string::npos);
+  const nlohmann::json least =
+      nlohmann::json::parse(slurp(reference(dir, "engines/plan-vllm-turboquant-least.json")));
+  EXPECT_EQ(least["provenance"]["engine"], "vllm-turboquant");
+  EXPECT_GT(least["summary"]["bytes_per_token"].get<double>(), 6480.0);
+  for (const auto& l : least["layers"]) {
+    const int index = l["index"].get<int>();
+    if (index >= 2 && index < 28) continue;
+    EXPECT_TRUE(l["key"] == "f16" || l["key"] == "bf16") << index;
+    EXPECT_EQ(l["key"], l["value"]) << index;
+  }
 }
 
 // The claim the reference plans stand for: on the report text, each plan's mean KL is at most the
