@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "search/exact_front.h"
@@ -165,13 +166,10 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
       const auto model_dtype = [](const KvPair& p) {
         return is_model_dtype(p.key) && is_model_dtype(p.value);
       };
-      std::string kept_text;
-      if (!boundary.empty()) {
-        std::string list;
-        for (int l : boundary) list += fmt::format("{}{}", list.empty() ? "" : ", ", l);
-        kept_text = fmt::format("; layers {} at the model's dtype ({}'s boundary layers)", list,
-                                engine.display);
-      }
+      const std::string kept_text =
+          boundary.empty() ? ""
+                           : fmt::format("; layers {} at the model's dtype ({}'s boundary layers)",
+                                         fmt::join(boundary, ", "), engine.display);
       const auto layers_with = [&](const auto& keep) {
         std::vector<LayerCandidates> layers;
         for (const LayerCandidates& s : stored) {

@@ -6,7 +6,6 @@
 #include <set>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
@@ -94,17 +93,14 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   }
   {
     const double floor = minimum_memory(space, SearchTable::build(space));
+    const std::string boundary_note = boundary_layers_note(engine, static_cast<int>(all.size()));
     if (floor > options.budget * (1 + 1e-12)) {
-      const std::vector<int> boundary =
-          engine_boundary_layers(engine, static_cast<int>(all.size()));
       fail(ErrorCode::kInvalidArgument,
            "budget {}: the smallest possible plan takes {} {} (every layer in its smallest "
            "candidate{})",
            options.budget_description, floor,
            options.measure == MemoryMeasure::kBytes ? "bytes per token" : "equivalent bits",
-           boundary.empty() ? ""
-                            : fmt::format("; {} keeps layers {} at the model's dtype",
-                                          engine.display, fmt::join(boundary, ", ")));
+           boundary_note.empty() ? "" : "; " + boundary_note);
     }
   }
 

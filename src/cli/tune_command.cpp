@@ -3,8 +3,6 @@
 #include <memory>
 #include <string>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/cli_util.h"
@@ -51,9 +49,7 @@ void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const Model
          "budget {} = {:.1f} bytes per token: the smallest possible plan takes {} bytes per token "
          "(every layer in its smallest candidate{})",
          t.budget_description, budget, smallest,
-         boundary.empty() ? ""
-                          : fmt::format("; {} keeps layers {} at 16 bits", engine.display,
-                                        fmt::join(boundary, ", ")));
+         boundary.empty() ? "" : "; " + boundary_layers_note(engine, c.n_layers));
   }
 }
 

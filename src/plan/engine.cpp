@@ -105,6 +105,13 @@ bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_lay
          (is_model_dtype(pair.key) && is_model_dtype(pair.value));
 }
 
+std::string boundary_layers_note(const EngineSpec& engine, int n_layers) {
+  const std::vector<int> boundary = engine_boundary_layers(engine, n_layers);
+  if (boundary.empty()) return "";
+  return fmt::format("{} keeps layers {} at the model's dtype", engine.display,
+                     fmt::join(boundary, ", "));
+}
+
 const EnginePreset* engine_preset(const EngineSpec& engine, const KvPair& pair) {
   for (const EnginePreset& p : engine.presets) {
     if (KvPair::parse(p.pair) == pair) return &p;

@@ -83,6 +83,10 @@ bool engine_stores(const EngineSpec& engine, const KvPair& pair);
 // the model's dtype).
 bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_layers);
 
+// "vLLM TurboQuant keeps layers 0, 1, 28, 29 at the model's dtype", or "" for an engine without
+// boundary layers: the note a budget no plan meets gets.
+std::string boundary_layers_note(const EngineSpec& engine, int n_layers);
+
 // The preset `pair` is, or nullptr.
 const EnginePreset* engine_preset(const EngineSpec& engine, const KvPair& pair);
 
