@@ -1,6 +1,7 @@
 #include "search/engine_space.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -63,8 +64,9 @@ std::string span_name(const std::vector<LayerCandidates>& layers, size_t first, 
                            : fmt::format("{}-{}", layers[first].layer, layers[last - 1].layer);
 }
 
-// Among structures of one engine, the one with the least error within the budget; on a tie (or
-// when none fits) the first, which callers list simplest first.
+// Among structures of one engine, the one with the least error within the budget; on a tie the
+// first, which callers list simplest first. When none fits, the one that takes the least memory,
+// so that the budget error names the least the engine can take.
 struct Priced {
   SearchSpace space;
   std::string structure;
@@ -77,6 +79,13 @@ EngineSpace pick(std::vector<Priced> options) {
   for (size_t i = 0; i < options.size(); ++i) {
     options[i].error = best_error_within_budget(options[i].space);
     if (options[i].error < options[best].error) best = i;
+  }
+  if (std::isinf(options[best].error)) {
+    double least = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < options.size(); ++i) {
+      const double m = minimum_memory(options[i].space, SearchTable::build(options[i].space));
+      if (m < least) least = m, best = i;
+    }
   }
   return {std::move(options[best].space), std::move(options[best].structure), false,
           options.size()};

@@ -153,9 +153,11 @@ TEST(EngineSpace, TurboquantTakesOnePresetAndKeepsItsBoundaryLayers) {
     }
   }
   EXPECT_EQ(quantized.size(), 1u) << s.structure;
-  // A budget below the boundary layers' own bytes: nothing fits.
-  EXPECT_TRUE(std::isinf(best_error_within_budget(
-      engine_search_space(layers, tq, MemoryMeasure::kBytes, 3.9 * f16).space)));
+  // A budget below the boundary layers' own bytes: nothing fits, and the structure offered is the
+  // one that takes the least (3bit_nc), so the budget error names the least TurboQuant can take.
+  const EngineSpace none = engine_search_space(layers, tq, MemoryMeasure::kBytes, 3.9 * f16);
+  EXPECT_TRUE(std::isinf(best_error_within_budget(none.space)));
+  EXPECT_NE(none.structure.find("turboquant_3bit_nc"), std::string::npos) << none.structure;
 }
 
 }  // namespace
