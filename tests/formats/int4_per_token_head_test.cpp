@@ -21,13 +21,7 @@ namespace {
 using test::to_hex;
 
 std::vector<float> floats_of(const nlohmann::json& bits) {
-  std::vector<float> out;
-  for (uint32_t b : bits.get<std::vector<uint32_t>>()) {
-    float v;
-    std::memcpy(&v, &b, sizeof v);
-    out.push_back(v);
-  }
-  return out;
+  return test::floats_from_bits(bits.get<std::vector<uint32_t>>());
 }
 
 std::vector<uint8_t> packed(const std::vector<float>& row) {

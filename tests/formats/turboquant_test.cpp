@@ -5,7 +5,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -26,13 +25,7 @@ namespace {
 using test::to_hex;
 
 std::vector<float> floats_of(const nlohmann::json& bits) {
-  std::vector<float> out;
-  for (uint32_t b : bits.get<std::vector<uint32_t>>()) {
-    float v;
-    std::memcpy(&v, &b, sizeof v);
-    out.push_back(v);
-  }
-  return out;
+  return test::floats_from_bits(bits.get<std::vector<uint32_t>>());
 }
 
 std::vector<uint8_t> packed(const Format& f, const std::vector<float>& row) {
