@@ -527,6 +527,26 @@ KVPLAN_HD inline void dequantize_row_fp8_per_token_head(const uint8_t* in, int n
   for (int i = 0; i < n; ++i) y[i] = fp8_e4m3_to_f32(in[i]) * s;
 }
 
+// ---- int8 per (token, head): vLLM's int8_per_token_head ----------------------------------------
+// s = max(amax / 127, 1e-6), then x * (1 / s) in f32 with 0.5 added away from zero and the sum
+// truncated (vLLM's store adds the half, clamps to [-128, 127] and lets the int8 store truncate;
+// the f32 sum rounds, so 0.49999997 becomes 1, as in vLLM), then s as f32 after the codes.
+KVPLAN_HD inline void quantize_row_int8_per_token_head(const float* x, int n, uint8_t* out) {
+  const float s = fmaxf_hd(absmax(x, n) / 127.0f, 1e-6f);
+  const float inv = 1.0f / s;
+  for (int i = 0; i < n; ++i) {
+    const float q = x[i] * inv;
+    const float biased = q >= 0.0f ? q + 0.5f : q - 0.5f;
+    const float clamped = fminf_hd(fmaxf_hd(biased, -128.0f), 127.0f);
+    out[i] = static_cast<uint8_t>(static_cast<int8_t>(clamped));
+  }
+  store_u32_le(out + n, f32_bits(s));
+}
+KVPLAN_HD inline void dequantize_row_int8_per_token_head(const uint8_t* in, int n, float* y) {
+  const float s = f32_from_bits(load_u32_le(in + n));
+  for (int i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<int8_t>(in[i])) * s;
+}
+
 // ---- Hadamard-rotated rows (q4_0_had, ...) --------------------------------------------------
 // The normalized Walsh-Hadamard transform of n values (n a power of two), in place: log2(n)
 // butterfly passes of (a + b, a - b), then a scale of 1/sqrt(n). It is orthonormal and its own

@@ -27,6 +27,7 @@ enum class FormatFamily : uint8_t {
   kMicroscaled,  // small floats with a float scale per block (OCP MX, NVFP4)
   kTurboQuant,   // vLLM's TurboQuant rows: rotated Lloyd-Max keys, per-row uniform values, raw FP8
   kRotatedInt,   // ints of a randomized-Hadamard-rotated row, one scale per row (vLLM int4 KV)
+  kRowScaledInt, // symmetric ints of the row as it is, one f32 scale per row (vLLM int8 KV)
   kOpaqueSlot,   // bytes kvplan stores and moves but never interprets
 };
 
@@ -79,6 +80,7 @@ enum class Codec : uint8_t {
   kTqInt3,
   kTqInt4,
   kInt4PerTokenHead,
+  kInt8PerTokenHead,
 };
 
 // Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
@@ -197,7 +199,10 @@ struct KvFormatTraits {
     kEngineVllmTurboquant, "4-bit asymmetric per row, f16 scale + min after (vLLM TurboQuant V)") \
   X(Int4PerTokenHead, 93, "int4_per_token_head", 1, kRotatedInt, 4, kInt4PerTokenHead, kRow, 0,   \
     kRowScaleBytes, 0, 0.0f, false, kEngineVllm,                                                 \
-    "4-bit asymmetric of the signed-Hadamard row, f32 scale + zero point per row (vLLM's)")
+    "4-bit asymmetric of the signed-Hadamard row, f32 scale + zero point per row (vLLM's)")       \
+  X(Int8PerTokenHead, 94, "int8_per_token_head", 1, kRowScaledInt, 8, kInt8PerTokenHead, kRow, 0, \
+    kRowScaleBytes, 0, 0.0f, false, kEngineVllm,                                                 \
+    "int8 symmetric with an f32 scale per (token, head), as vLLM's")
 // clang-format on
 
 // FormatId values for code that cannot include src/formats/format.h (device code).

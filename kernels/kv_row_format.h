@@ -172,6 +172,8 @@ KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uin
     quantize_group_nvfp4(in, tensor_scale, out, scale);
   } else if constexpr (kC == Codec::kFp8E4M3PerTokenHead) {
     quantize_row_fp8_per_token_head(in, n, out);
+  } else if constexpr (kC == Codec::kInt8PerTokenHead) {
+    quantize_row_int8_per_token_head(in, n, out);
   } else if constexpr (kC == Codec::kHadamardQ8_0) {
     quantize_rotated_row<Codec::kQ8_0, sizeof(BlockQ8_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardQ4_0) {
@@ -238,6 +240,8 @@ KVPLAN_HD inline void dequantize_unit_as(const uint8_t* in, const uint8_t* scale
     dequantize_group_nvfp4(in, *scale, tensor_scale, out);
   } else if constexpr (kC == Codec::kFp8E4M3PerTokenHead) {
     dequantize_row_fp8_per_token_head(in, n, out);
+  } else if constexpr (kC == Codec::kInt8PerTokenHead) {
+    dequantize_row_int8_per_token_head(in, n, out);
   } else if constexpr (kC == Codec::kHadamardQ8_0) {
     dequantize_rotated_row<Codec::kQ8_0, sizeof(BlockQ8_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardQ4_0) {
@@ -325,6 +329,8 @@ KVPLAN_HD inline void with_codec(Codec c, Fn&& fn) {
       return fn(CodecTag<Codec::kNvfp4>{});
     case Codec::kFp8E4M3PerTokenHead:
       return fn(CodecTag<Codec::kFp8E4M3PerTokenHead>{});
+    case Codec::kInt8PerTokenHead:
+      return fn(CodecTag<Codec::kInt8PerTokenHead>{});
     case Codec::kHadamardQ8_0:
       return fn(CodecTag<Codec::kHadamardQ8_0>{});
     case Codec::kHadamardQ4_0:

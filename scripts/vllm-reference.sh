@@ -28,7 +28,8 @@ mkdir -p "${src}"
 unzip -q -o "${cache}/vllm-${version}/${wheel}" \
   'vllm/model_executor/layers/quantization/turboquant/centroids.py' \
   'vllm/v1/attention/ops/triton_turboquant_store.py' \
-  'vllm/v1/attention/ops/int4_per_token_head.py' -d "${src}"
+  'vllm/v1/attention/ops/int4_per_token_head.py' \
+  'vllm/v1/attention/ops/triton_reshape_and_cache_flash.py' -d "${src}"
 
 venv="${cache}/tq-venv"
 if [[ ! -x "${venv}/bin/python" ]]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference data for kvplan's vLLM formats (TurboQuant, int4_per_token_head), from vLLM's own
+"""Reference data for kvplan's vLLM formats (TurboQuant, int4/int8_per_token_head), from vLLM's own
 code (run by scripts/vllm-reference.sh, which fetches the vLLM wheel and a torch + triton venv).
 
 It imports three files of the vLLM wheel unchanged:
@@ -12,10 +12,14 @@ It imports three files of the vLLM wheel unchanged:
   signs, drawn from torch's generator with a fixed seed) become kernels/vllm_rht_signs.h, and
   reshape_and_cache_int4 (its CPU rotation, then the Triton write kernel run by the interpreter)
   gives tests/formats/data/int4_per_token_head_golden.json.
+- v1/attention/ops/triton_reshape_and_cache_flash.py: _reshape_cache_per_token_head with int8
+  caches (int8_per_token_head), run by the interpreter, gives
+  tests/formats/data/int8_per_token_head_golden.json.
 Only imports are stubbed: vllm.triton_utils (Triton itself), the TurboQuant decode module's
 _use_fp8_e4b15 (0: E4M3FN keys, as on Hopper and later GPUs), vllm.platforms (a CUDA-less
 platform), vllm.utils.math_utils.largest_power_of_2_divisor (n & -n, as vLLM's) and the attention
-helpers the int4 read path imports (never run here). The rotation PiT and the
+helpers the int4 read path imports (never run here), and quant_utils / kv_cache_interface (FP8
+limits and the KVQuantMode enum the per-token-head store imports; only its int8 path runs here). The rotation PiT and the
 midpoints are built as vLLM's backend builds them (turboquant_attn.py: Sylvester Hadamard / sqrt(d),
 midpoints (c[:-1] + c[1:]) / 2 of the f32 centroids).
 
@@ -74,6 +78,14 @@ def stub_imports():
     decode = types.ModuleType("vllm.v1.attention.ops.triton_turboquant_decode")
     decode._use_fp8_e4b15 = lambda device=0: 0
     sys.modules[decode.__name__] = decode
+    quant_utils = types.ModuleType("vllm.model_executor.layers.quantization.utils.quant_utils")
+    quant_utils.FP8_DTYPE = torch.float8_e4m3fn
+    quant_utils.get_fp8_min_max = lambda: (-448.0, 448.0)
+    sys.modules[quant_utils.__name__] = quant_utils
+    interface = types.ModuleType("vllm.v1.kv_cache_interface")
+    interface.KVQuantMode = types.SimpleNamespace(INT4_PER_TOKEN_HEAD=4, INT8_PER_TOKEN_HEAD=2)
+    interface.is_quantized_kv_cache = lambda dtype: dtype not in ("auto", "float16", "bfloat16")
+    sys.modules[interface.__name__] = interface
 
 
 def load(name, relative):
@@ -165,6 +177,34 @@ def int4_golden(int4, rng):
     print(f"wrote kernels/vllm_rht_signs.h and {len(cases)} int4_per_token_head rows to {path}")
 
 
+def int8_golden(flash, rng):
+    cases = []
+    for d in DIMS:
+        for name, k, v in rows(d, rng):
+            key_cache = torch.zeros(1, 16, 1, d, dtype=torch.int8)
+            value_cache = torch.zeros(1, 16, 1, d, dtype=torch.int8)
+            k_scale = torch.zeros(1, 16, 1, dtype=torch.float32)
+            v_scale = torch.zeros(1, 16, 1, dtype=torch.float32)
+            flash.triton_reshape_and_cache_flash_per_token_head_quant(
+                torch.from_numpy(k).reshape(1, 1, d), torch.from_numpy(v).reshape(1, 1, d),
+                key_cache, value_cache, k_scale, v_scale, torch.tensor([0], dtype=torch.int64),
+                kv_quant_mode=2)
+            key_row = key_cache[0, 0, 0].numpy().tobytes() + k_scale[0, 0].numpy().tobytes()
+            value_row = value_cache[0, 0, 0].numpy().tobytes() + v_scale[0, 0].numpy().tobytes()
+            cases.append({"head_dim": d, "rows": name, "key_f32_bits": f32_bits(k),
+                          "value_f32_bits": f32_bits(v), "key_row": key_row.hex(),
+                          "value_row": value_row.hex()})
+    path = os.path.join(REPO, "tests/formats/data/int8_per_token_head_golden.json")
+    with open(path, "w") as f:
+        json.dump({"source": f"vLLM {VERSION} (pip wheel): v1/attention/ops/"
+                             "triton_reshape_and_cache_flash.py _reshape_cache_per_token_head with "
+                             "int8 caches, run by Triton's interpreter; regenerate with "
+                             "scripts/vllm-reference.sh",
+                   "cases": cases}, f, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {len(cases)} int8_per_token_head rows to {path}")
+
+
 def hadamard(d):
     h = torch.tensor([[1.0]])
     while h.shape[0] < d:
@@ -246,6 +286,8 @@ def main():
     int4 = load("int4_per_token_head", "vllm/v1/attention/ops/int4_per_token_head.py")
     write_rht_signs(int4)
     int4_golden(int4, np.random.default_rng(20261203))
+    flash = load("reshape_and_cache_flash", "vllm/v1/attention/ops/triton_reshape_and_cache_flash.py")
+    int8_golden(flash, np.random.default_rng(20261204))
 
 
 if __name__ == "__main__":

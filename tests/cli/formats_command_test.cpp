@@ -10,7 +10,7 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 37u);
+  ASSERT_EQ(j["formats"].size(), 38u);
   for (const auto& f : j["formats"]) {
     if (f["name"] == "q4_0") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
@@ -25,8 +25,8 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
     if (f["name"] == "mxfp8_e4m3") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 132);
     }
-    if (f["name"] == "fp8_per_token_head") {  // 128 codes + an f32 scale
-      EXPECT_EQ(f["bytes_per_row"].get<int>(), 132);
+    if (f["name"] == "fp8_per_token_head" || f["name"] == "int8_per_token_head") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 132);  // 128 codes + an f32 scale
     }
     // vLLM TurboQuant at head_dim 128 (turboquant_4bit_nc's 134-byte slot = 66 + 68): keys 64 B
     // of 4-bit codes + an f16 norm, values 64 B + f16 scale and min; 3-bit: 48 B of codes.

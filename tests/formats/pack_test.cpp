@@ -147,6 +147,8 @@ double error_bound(const Format& f, std::span<const float> row, std::span<const 
     }
     case FormatId::kFp8E4M3PerTokenHead:  // E4M3 at a scale of amax / 448 (saturation: none)
       return std::fabs(x) * std::ldexp(1.0, -4) + amax / 448 * std::ldexp(1.0, -10) + margin;
+    case FormatId::kInt8PerTokenHead:  // half a step of s = max(amax / 127, 1e-6)
+      return 0.5 * std::max(amax / 127, 1e-6) * (1 + 1e-6) + margin;
     case FormatId::kQ8_0Had:
     case FormatId::kQ4_0Had:
     case FormatId::kIq4NlHad: {
@@ -271,8 +273,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"mxfp8_e4m3", 64, 32}, Case{"mxfp8_e4m3", 256, 32}, Case{"nvfp4", 16, 32},
         Case{"nvfp4", 64, 32}, Case{"nvfp4", 128, 32}, Case{"fp8_per_token_head", 8, 32},
         Case{"fp8_per_token_head", 128, 32}, Case{"fp8_per_token_head", 100, 32},
-        Case{"q8_0_had", 64, 32}, Case{"q4_0_had", 32, 32}, Case{"q4_0_had", 128, 32},
-        Case{"q4_0_had", 256, 32}, Case{"iq4_nl_had", 128, 32}),
+        Case{"int8_per_token_head", 8, 32}, Case{"int8_per_token_head", 64, 32},
+        Case{"int8_per_token_head", 100, 32}, Case{"q8_0_had", 64, 32}, Case{"q4_0_had", 32, 32},
+        Case{"q4_0_had", 128, 32}, Case{"q4_0_had", 256, 32}, Case{"iq4_nl_had", 128, 32}),
     [](const auto& info) {
       return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
              std::to_string(info.param.group);
@@ -298,7 +301,7 @@ TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {
 TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
   for (const char* name : {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
                            "mxfp4", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4", "fp8_per_token_head",
-                           "q8_0_had", "q4_0_had", "iq4_nl_had"}) {
+                           "int8_per_token_head", "q8_0_had", "q4_0_had", "iq4_nl_had"}) {
     const Format f = Format::parse(name);
     for (float value : {0.0f, 2.5f, -1.0f}) {
       std::vector<float> row(64, value), back(64, std::nanf(""));

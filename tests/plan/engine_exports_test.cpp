@@ -175,6 +175,9 @@ TEST(EngineExports, VllmAndLlamaCppTextsFollowTheirGrammars) {
   EXPECT_TRUE(v.exact());
   const PlanExport per_token = export_vllm(plan_with({"fp8_per_token_head/fp8_per_token_head"}));
   EXPECT_EQ(per_token.text, "--kv-cache-dtype fp8_per_token_head");
+  const PlanExport int8 = export_vllm(plan_with({"int8_per_token_head/int8_per_token_head"}));
+  EXPECT_EQ(int8.text, "--kv-cache-dtype int8_per_token_head");
+  EXPECT_TRUE(int8.exact());
   Plan p = plan_with({"q8_0/q4_0", "q8_0/q4_0"});
   p.results.baselines.push_back({.kv = "q8_0/q4_0", .mean_kl = 0.01});
   const PlanExport l = export_llamacpp(p);
