@@ -149,60 +149,53 @@ def write_rht_signs(int4):
         f.write(text)
 
 
-def int4_golden(int4, rng):
+def per_token_head_golden(fmt, code_bytes, cache_dtype, store, rng, source):
+    """Golden rows of a per-(token, head) format: `store` writes one token's K and V into a
+    one-block paged cache of `cache_dtype` (code_bytes(d) per row) and f32 scale caches, as vLLM's
+    store does; a row is its codes, then its f32 scale."""
     cases = []
     for d in DIMS:
         for name, k, v in rows(d, rng):
-            key_cache = torch.zeros(1, 16, 1, d // 2, dtype=torch.uint8)
-            value_cache = torch.zeros(1, 16, 1, d // 2, dtype=torch.uint8)
+            key_cache = torch.zeros(1, 16, 1, code_bytes(d), dtype=cache_dtype)
+            value_cache = torch.zeros(1, 16, 1, code_bytes(d), dtype=cache_dtype)
             k_scale = torch.zeros(1, 16, 1, dtype=torch.float32)
             v_scale = torch.zeros(1, 16, 1, dtype=torch.float32)
-            int4.reshape_and_cache_int4(
-                torch.from_numpy(k).reshape(1, 1, d), torch.from_numpy(v).reshape(1, 1, d),
-                key_cache, value_cache, torch.tensor([0], dtype=torch.int32),
-                k_scale_cache=k_scale, v_scale_cache=v_scale)
-            key_row = bytes(key_cache[0, 0, 0].tolist()) + k_scale[0, 0].numpy().tobytes()
-            value_row = bytes(value_cache[0, 0, 0].tolist()) + v_scale[0, 0].numpy().tobytes()
-            cases.append({"head_dim": d, "rows": name, "key_f32_bits": f32_bits(k),
-                          "value_f32_bits": f32_bits(v), "key_row": key_row.hex(),
-                          "value_row": value_row.hex()})
-    path = os.path.join(REPO, "tests/formats/data/int4_per_token_head_golden.json")
-    with open(path, "w") as f:
-        json.dump({"source": f"vLLM {VERSION} (pip wheel): v1/attention/ops/int4_per_token_head.py "
-                             "reshape_and_cache_int4 (f32 rows: its CPU rotation; the Triton write "
-                             "kernel run by Triton's interpreter); regenerate with "
-                             "scripts/vllm-reference.sh",
-                   "cases": cases}, f, separators=(",", ":"))
-        f.write("\n")
-    print(f"wrote kernels/vllm_rht_signs.h and {len(cases)} int4_per_token_head rows to {path}")
-
-
-def int8_golden(flash, rng):
-    cases = []
-    for d in DIMS:
-        for name, k, v in rows(d, rng):
-            key_cache = torch.zeros(1, 16, 1, d, dtype=torch.int8)
-            value_cache = torch.zeros(1, 16, 1, d, dtype=torch.int8)
-            k_scale = torch.zeros(1, 16, 1, dtype=torch.float32)
-            v_scale = torch.zeros(1, 16, 1, dtype=torch.float32)
-            flash.triton_reshape_and_cache_flash_per_token_head_quant(
-                torch.from_numpy(k).reshape(1, 1, d), torch.from_numpy(v).reshape(1, 1, d),
-                key_cache, value_cache, k_scale, v_scale, torch.tensor([0], dtype=torch.int64),
-                kv_quant_mode=2)
+            store(torch.from_numpy(k).reshape(1, 1, d), torch.from_numpy(v).reshape(1, 1, d),
+                  key_cache, value_cache, k_scale, v_scale)
             key_row = key_cache[0, 0, 0].numpy().tobytes() + k_scale[0, 0].numpy().tobytes()
             value_row = value_cache[0, 0, 0].numpy().tobytes() + v_scale[0, 0].numpy().tobytes()
             cases.append({"head_dim": d, "rows": name, "key_f32_bits": f32_bits(k),
                           "value_f32_bits": f32_bits(v), "key_row": key_row.hex(),
                           "value_row": value_row.hex()})
-    path = os.path.join(REPO, "tests/formats/data/int8_per_token_head_golden.json")
+    path = os.path.join(REPO, f"tests/formats/data/{fmt}_golden.json")
     with open(path, "w") as f:
-        json.dump({"source": f"vLLM {VERSION} (pip wheel): v1/attention/ops/"
-                             "triton_reshape_and_cache_flash.py _reshape_cache_per_token_head with "
-                             "int8 caches, run by Triton's interpreter; regenerate with "
+        json.dump({"source": f"vLLM {VERSION} (pip wheel): {source}; regenerate with "
                              "scripts/vllm-reference.sh",
                    "cases": cases}, f, separators=(",", ":"))
         f.write("\n")
-    print(f"wrote {len(cases)} int8_per_token_head rows to {path}")
+    print(f"wrote {len(cases)} {fmt} rows to {path}")
+
+
+def int4_golden(int4, rng):
+    def store(k, v, key_cache, value_cache, k_scale, v_scale):
+        int4.reshape_and_cache_int4(k, v, key_cache, value_cache,
+                                    torch.tensor([0], dtype=torch.int32),
+                                    k_scale_cache=k_scale, v_scale_cache=v_scale)
+    per_token_head_golden(
+        "int4_per_token_head", lambda d: d // 2, torch.uint8, store, rng,
+        "v1/attention/ops/int4_per_token_head.py reshape_and_cache_int4 (f32 rows: its CPU "
+        "rotation; the Triton write kernel run by Triton's interpreter)")
+
+
+def int8_golden(flash, rng):
+    def store(k, v, key_cache, value_cache, k_scale, v_scale):
+        flash.triton_reshape_and_cache_flash_per_token_head_quant(
+            k, v, key_cache, value_cache, k_scale, v_scale, torch.tensor([0], dtype=torch.int64),
+            kv_quant_mode=2)
+    per_token_head_golden(
+        "int8_per_token_head", lambda d: d, torch.int8, store, rng,
+        "v1/attention/ops/triton_reshape_and_cache_flash.py _reshape_cache_per_token_head with "
+        "int8 caches, run by Triton's interpreter")
 
 
 def hadamard(d):
