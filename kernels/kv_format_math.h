@@ -513,11 +513,17 @@ KVPLAN_HD inline void dequantize_group_nvfp4(const uint8_t* codes, uint8_t scale
   }
 }
 
-// ---- FP8 per (token, head): vLLM's fp8_per_token_head ------------------------------------------
+// ---- vLLM's per-(token, head) rows: fp8_per_token_head, int8_per_token_head -------------------
+// One store kernel writes both (its QUANT_MAX is 448 or 127): the row's scale is its absmax over
+// the code range, at least 1e-6, kept as f32 after the codes.
+KVPLAN_HD inline float vllm_per_token_head_scale(const float* x, int n, float code_max) {
+  return fmaxf_hd(absmax(x, n) / code_max, 1e-6f);
+}
+
 // s = max(amax / 448, 1e-6), codes = E4M3(x * (1 / s)) saturating (vLLM clamps to +-448, then
 // casts with round-to-nearest-even), then s as f32 after the codes.
 KVPLAN_HD inline void quantize_row_fp8_per_token_head(const float* x, int n, uint8_t* out) {
-  const float s = fmaxf_hd(absmax(x, n) / kFp8E4m3Max, 1e-6f);
+  const float s = vllm_per_token_head_scale(x, n, kFp8E4m3Max);
   const float inv = 1.0f / s;
   for (int i = 0; i < n; ++i) out[i] = f32_to_fp8_e4m3(x[i] * inv);
   store_u32_le(out + n, f32_bits(s));
@@ -527,12 +533,11 @@ KVPLAN_HD inline void dequantize_row_fp8_per_token_head(const uint8_t* in, int n
   for (int i = 0; i < n; ++i) y[i] = fp8_e4m3_to_f32(in[i]) * s;
 }
 
-// ---- int8 per (token, head): vLLM's int8_per_token_head ----------------------------------------
 // s = max(amax / 127, 1e-6), then x * (1 / s) in f32 with 0.5 added away from zero and the sum
 // truncated (vLLM's store adds the half, clamps to [-128, 127] and lets the int8 store truncate;
 // the f32 sum rounds, so 0.49999997 becomes 1, as in vLLM), then s as f32 after the codes.
 KVPLAN_HD inline void quantize_row_int8_per_token_head(const float* x, int n, uint8_t* out) {
-  const float s = fmaxf_hd(absmax(x, n) / 127.0f, 1e-6f);
+  const float s = vllm_per_token_head_scale(x, n, 127.0f);
   const float inv = 1.0f / s;
   for (int i = 0; i < n; ++i) {
     const float q = x[i] * inv;

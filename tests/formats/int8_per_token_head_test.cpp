@@ -2,7 +2,6 @@
 // (data/int8_per_token_head_golden.json, written by scripts/vllm-reference.sh: vLLM 0.34.0's
 // _reshape_cache_per_token_head with int8 caches, run by Triton's interpreter), and rows worked by
 // hand, including the rounding vLLM's add-a-half-then-truncate store gives.
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
