@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "search/exact_front.h"
+#include "search/first_last_n.h"
 #include "search/pareto.h"
 
 namespace kvplan::search {
@@ -57,11 +59,6 @@ LayerGroup span_group(const std::vector<LayerCandidates>& layers, size_t first, 
     if (everywhere) g.choices.push_back(c.pair);
   }
   return g;
-}
-
-std::string span_name(const std::vector<LayerCandidates>& layers, size_t first, size_t last) {
-  return last - first == 1 ? fmt::format("{}", layers[first].layer)
-                           : fmt::format("{}-{}", layers[first].layer, layers[last - 1].layer);
 }
 
 // Among structures of one engine, the one with the least error within the budget; on a tie the
@@ -140,28 +137,18 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
       return pick({{space_of(stored, {span_group(stored, 0, n)}, measure, budget),
                     "one K type and one V type for every layer"}});
     case LayerGranularity::kFirstLastN: {
-      // Simplest first: no first/last layers apart, then by how many are apart.
+      if (std::optional<EngineSpace> split = split_first_last_n_space(stored, measure, budget))
+        return std::move(*split);
+      // Joint pairs cannot be taken apart: K and V share N and M.
       std::vector<Priced> options;
-      for (size_t apart = 0; apart <= n; ++apart) {
-        for (size_t first = 0; first <= apart; ++first) {
-          const size_t last = apart - first;
-          std::vector<LayerGroup> groups;
-          std::string structure;
-          if (first > 0) {
-            groups.push_back(span_group(stored, 0, first));
-            structure += fmt::format("first {} (layers {})", first, span_name(stored, 0, first));
-          }
-          if (first + last < n) {
-            groups.push_back(span_group(stored, first, n - last));
-            structure += fmt::format("{}layers {} alike", structure.empty() ? "" : ", ",
-                                     span_name(stored, first, n - last));
-          }
-          if (last > 0) {
-            groups.push_back(span_group(stored, n - last, n));
-            structure += fmt::format(", last {} (layers {})", last, span_name(stored, n - last, n));
-          }
-          options.push_back({space_of(stored, std::move(groups), measure, budget), structure});
-        }
+      for (const auto& [first, last] : first_last_structures(n)) {
+        std::vector<LayerGroup> groups;
+        if (first > 0) groups.push_back(span_group(stored, 0, first));
+        if (first + last < n) groups.push_back(span_group(stored, first, n - last));
+        if (last > 0) groups.push_back(span_group(stored, n - last, n));
+        options.push_back(
+            {space_of(stored, std::move(groups), measure, budget),
+             first_last_text(stored, first, last) + " (the same N and M for keys and values)"});
       }
       return pick(std::move(options));
     }

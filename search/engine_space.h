@@ -4,8 +4,9 @@
 //
 // - free and ranges (kvplan, ModelOpt, KVTuner, TensorRT-LLM): a group per layer;
 // - global (llama.cpp): one group of every layer;
-// - first/last-N (ik_llama.cpp): the first N, the middle and the last M layers, over every N and M;
-//   K and V share N and M here (ik_llama.cpp could split them; the search does not);
+// - first/last-N (ik_llama.cpp): the first N, the middle and the last M layers, over every N and M,
+//   set for keys and values apart (first_last_n.h); from a profile of joint pairs, which cannot be
+//   taken apart, K and V share N and M;
 // - skip list (vLLM, vLLM TurboQuant): per layer, the one quantized dtype (TurboQuant: the one
 //   preset K/V pair) or the model's dtype, over every dtype; the engine's boundary layers
 //   (TurboQuant: the first and last two) only at the model's dtype.

@@ -20,6 +20,14 @@ size_t find_candidate(const LayerCandidates& layer, const KvPair& pair) {
   fail(ErrorCode::kInvalidArgument, "layer {} has no candidate {}", layer.layer, pair.name());
 }
 
+size_t find_side(const std::vector<SideCandidate>& side, const Format& format, int layer,
+                 const char* what) {
+  for (size_t c = 0; c < side.size(); ++c) {
+    if (side[c].format == format) return c;
+  }
+  fail(ErrorCode::kInvalidArgument, "layer {} has no {} format {}", layer, what, format.name());
+}
+
 void check_choice(const SearchSpace& space, const std::vector<int>& choice) {
   if (choice.size() != space.groups.size()) {
     fail(ErrorCode::kInvalidArgument, "{} choices for {} groups", choice.size(),
@@ -43,17 +51,32 @@ SearchTable SearchTable::build(const SearchSpace& space) {
   t.members.resize(space.groups.size());
   for (size_t g = 0; g < space.groups.size(); ++g) {
     const LayerGroup& group = space.groups[g];
+    if (group.side != GroupSide::kPair && space.sides.size() != space.layers.size()) {
+      fail(ErrorCode::kInvalidArgument, "group {} holds one side but the space has no sides", g);
+    }
     for (const KvPair& pair : group.choices) {
       GroupChoiceCost cost;
+      const auto add = [&](size_t i, size_t c, double memory, double error) {
+        const double w = space.layer_weights.empty() ? 1.0 : space.layer_weights[i];
+        cost.memory += memory;
+        cost.weighted_error += w * error;
+        cost.error += error;
+        t.members[g].emplace_back(i, c);
+      };
       for (const int layer : group.layers) {
         const size_t i = entry_of_layer.at(layer);
-        const size_t c = find_candidate(space.layers[i], pair);
-        const LayerCandidate& cand = space.layers[i].candidates[c];
-        const double w = space.layer_weights.empty() ? 1.0 : space.layer_weights[i];
-        cost.memory += memory_of(cand, space.measure);
-        cost.weighted_error += w * cand.error;
-        cost.error += cand.error;
-        t.members[g].emplace_back(i, c);
+        if (group.side == GroupSide::kPair) {
+          const size_t c = find_candidate(space.layers[i], pair);
+          const LayerCandidate& cand = space.layers[i].candidates[c];
+          add(i, c, memory_of(cand, space.measure), cand.error);
+        } else {
+          const bool keys = group.side == GroupSide::kKeys;
+          const std::vector<SideCandidate>& side =
+              keys ? space.sides[i].keys : space.sides[i].values;
+          const size_t c =
+              find_side(side, keys ? pair.key : pair.value, layer, keys ? "key" : "value");
+          add(i, c, memory_of(side[c], space.measure), side[c].error);
+        }
       }
       t.cost[g].push_back(cost);
     }
@@ -82,12 +105,36 @@ Assignment evaluate_assignment(const SearchSpace& space, const SearchTable& tabl
   Assignment a;
   a.choice = choice;
   a.pairs.resize(space.layers.size());
+  // Which of each entry's key and value the groups have set: a pair group sets both.
+  constexpr unsigned kKeySet = 1, kValueSet = 2;
+  std::vector<unsigned> set(space.layers.size(), 0);
   for (size_t g = 0; g < space.groups.size(); ++g) {
-    const size_t n_layers = space.groups[g].layers.size();
+    const LayerGroup& group = space.groups[g];
+    const size_t n_layers = group.layers.size();
     const size_t c = static_cast<size_t>(choice[g]);
     for (size_t k = 0; k < n_layers; ++k) {
-      const auto [entry, cand] = table.members[g][c * n_layers + k];
-      a.pairs[entry] = space.layers[entry].candidates[cand].pair;
+      const size_t entry = table.members[g][c * n_layers + k].first;
+      switch (group.side) {
+        case GroupSide::kPair:
+          a.pairs[entry] =
+              space.layers[entry].candidates[table.members[g][c * n_layers + k].second].pair;
+          set[entry] |= kKeySet | kValueSet;
+          break;
+        case GroupSide::kKeys:
+          a.pairs[entry].key = group.choices[c].key;
+          set[entry] |= kKeySet;
+          break;
+        case GroupSide::kValues:
+          a.pairs[entry].value = group.choices[c].value;
+          set[entry] |= kValueSet;
+          break;
+      }
+    }
+  }
+  for (size_t i = 0; i < set.size(); ++i) {
+    if (set[i] != (kKeySet | kValueSet)) {
+      fail(ErrorCode::kInternal, "the search groups leave the {} of layer {} unset",
+           (set[i] & kKeySet) ? "value" : "key", space.layers[i].layer);
     }
   }
   const auto [memory, error] = assignment_objectives(space, table, choice);

@@ -23,13 +23,17 @@ namespace kvplan::search {
 struct SearchSpace {
   std::vector<LayerCandidates> layers;  // pruned candidates; layers[i].layer is the model layer
   std::vector<LayerGroup> groups;
+  // Per entry of `layers`, its pairs split into sides: what groups of one side (GroupSide::kKeys,
+  // kValues) are costed from. Empty when every group sets whole pairs.
+  std::vector<LayerSides> sides;
   MemoryMeasure measure = MemoryMeasure::kBytes;
   double budget = std::numeric_limits<double>::infinity();  // on `measure`: bytes / mean bits
   std::vector<double> layer_weights;  // surrogate weight per entry of `layers` (empty = all 1)
   double interaction = 0;             // gamma of surrogate.h (0: the additive surrogate)
 };
 
-// What one group contributes when it takes one of its choices, summed over its layers.
+// What one group contributes when it takes one of its choices, summed over its layers (for a group
+// of one side, that side's share).
 struct GroupChoiceCost {
   double memory = 0;          // bytes, or bits summed over the group's layers
   double weighted_error = 0;  // sum of w_l * e_l
@@ -40,8 +44,9 @@ struct GroupChoiceCost {
 // groups. Throws Error(kInvalidArgument) if a layer lacks one of its group's choices.
 struct SearchTable {
   std::vector<std::vector<GroupChoiceCost>> cost;  // [group][choice]
-  std::vector<std::vector<std::pair<size_t, size_t>>>
-      members;  // [group] (entry, candidate)[choice]
+  // [group] (entry, candidate)[choice]; for a group of one side, the candidate indexes that
+  // side's list in SearchSpace::sides.
+  std::vector<std::vector<std::pair<size_t, size_t>>> members;
   static SearchTable build(const SearchSpace& space);
 };
 
@@ -53,7 +58,8 @@ struct Assignment {
   bool feasible = true;
 };
 
-// Throws Error(kInvalidArgument) if a choice is out of range or a layer lacks the chosen pair.
+// Throws Error(kInvalidArgument) if a choice is out of range or a layer lacks the chosen pair (or
+// side), and Error(kInternal) if the groups leave a layer's key or value unset.
 Assignment evaluate_assignment(const SearchSpace& space, const std::vector<int>& choice);
 Assignment evaluate_assignment(const SearchSpace& space, const SearchTable& table,
                                const std::vector<int>& choice);

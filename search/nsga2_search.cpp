@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <pagmo/algorithm.hpp>
@@ -67,9 +68,9 @@ SearchResult nsga2_front(const SearchSpace& space, const Nsga2Options& options,
     const KvPair& pair = space.groups.front().choices[c];
     pagmo::vector_double x;
     for (const LayerGroup& g : space.groups) {
-      const auto it = std::find(g.choices.begin(), g.choices.end(), pair);
-      if (it == g.choices.end()) break;
-      x.push_back(static_cast<double>(it - g.choices.begin()));
+      const std::optional<size_t> at = choice_for(g, pair);
+      if (!at) break;
+      x.push_back(static_cast<double>(*at));
     }
     if (x.size() == space.groups.size()) uniform.push_back(std::move(x));
   }

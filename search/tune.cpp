@@ -208,7 +208,8 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   plan.quantization = profile.quantization;
   std::map<int, int> group_of_layer;
   for (size_t g = 0; g < out.groups.size(); ++g) {
-    for (int l : out.groups[g].layers) group_of_layer[l] = static_cast<int>(g);
+    // A layer in a key group and a value group is listed under its key group.
+    for (int l : out.groups[g].layers) group_of_layer.emplace(l, static_cast<int>(g));
   }
   for (size_t i = 0; i < space.layers.size(); ++i) {
     const int l = space.layers[i].layer;
@@ -337,7 +338,11 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   }
   pv.dbscan_eps = options.dbscan.eps;
   pv.dbscan_min_samples = options.dbscan.min_samples;
-  for (const LayerGroup& g : out.groups) pv.groups.push_back(g.layers);
+  for (const LayerGroup& g : out.groups) {
+    pv.groups.push_back({g.layers, g.side == GroupSide::kKeys     ? "keys"
+                                   : g.side == GroupSide::kValues ? "values"
+                                                                  : ""});
+  }
   for (const MeasuredPlan& m : out.loop.measured) {
     pv.validations.push_back({m.round, m.name.empty() ? "searched" : m.name, m.assignment.memory,
                               m.assignment.predicted_error, m.measured});

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "core/json_fields.h"
 #include "formats/kv_pair.h"
 
@@ -245,13 +247,19 @@ SearchProvenance read_provenance(const JsonFields& p) {
   }
   if (const auto groups = p.optional_array("groups")) {
     for (size_t g = 0; g < groups->size(); ++g) {
-      const JsonFields layers = groups->element(g).array("layers");
-      std::vector<int> members;
+      const JsonFields group = groups->element(g);
+      const JsonFields layers = group.array("layers");
+      SearchGroupRecord record;
       for (size_t i = 0; i < layers.size(); ++i) {
-        members.push_back(
+        record.layers.push_back(
             static_cast<int>(layers.integer_at(i, 0, std::numeric_limits<int>::max())));
       }
-      r.groups.push_back(std::move(members));
+      record.side = group.optional_string("side").value_or("");
+      if (!record.side.empty() && record.side != "keys" && record.side != "values") {
+        group.invalid("side",
+                      fmt::format("is \"{}\", expected \"keys\" or \"values\"", record.side));
+      }
+      r.groups.push_back(std::move(record));
     }
   }
   if (const auto v = p.optional_array("validations")) {
@@ -313,7 +321,11 @@ json provenance_to_json(const SearchProvenance& p) {
     j["dbscan"] = d;
   }
   json groups = json::array();
-  for (const std::vector<int>& g : p.groups) groups.push_back({{"layers", g}});
+  for (const SearchGroupRecord& g : p.groups) {
+    json group = {{"layers", g.layers}};
+    if (!g.side.empty()) group["side"] = g.side;
+    groups.push_back(std::move(group));
+  }
   j["groups"] = groups;
   json validations = json::array();
   for (const ValidatedPlan& v : p.validations) {

@@ -97,6 +97,13 @@ struct ProfileRecord {
   std::optional<bool> chunk_attends_quantized{};  // absent in plans written before it was
 };
 
+// A group of layers the search set together: whole pairs, or only their keys or values ("keys" /
+// "values": ik_llama.cpp's first/last-N types, which K and V take apart).
+struct SearchGroupRecord {
+  std::vector<int> layers{};
+  std::string side{};  // empty: the pair
+};
+
 struct SearchProvenance {
   std::string algorithm, sensitivity, memory_measure, budget, clustering;
   // The serving engine the search was restricted to (--engine; empty: kvplan's own, every format
@@ -110,7 +117,7 @@ struct SearchProvenance {
   std::optional<double> unseeded_nsga2_coverage_of_exact_front{};
   std::optional<double> dbscan_eps{};
   std::optional<int64_t> dbscan_min_samples{};
-  std::vector<std::vector<int>> groups{};
+  std::vector<SearchGroupRecord> groups{};
   std::vector<ValidatedPlan> validations{};
   std::vector<UniformBaseline> uniform_not_measured_on_report{};
   std::vector<double> surrogate_weights{};  // per layer; empty when not recorded

@@ -175,6 +175,10 @@ TEST(ReportData, RefusesMistypedRecordedFieldsNamingThem) {
   EXPECT_NE(plan_error(j).find("provenance.surrogate_weights': 1 weights, expected one per layer"),
             std::string::npos);
   j = plan_to_json(plan);
+  j["provenance"]["groups"] = {{{"layers", {0}}, {"side", "both"}}};
+  EXPECT_NE(plan_error(j).find("provenance.groups[0].side"), std::string::npos) << plan_error(j);
+  EXPECT_NE(plan_error(j).find("expected \"keys\" or \"values\""), std::string::npos);
+  j = plan_to_json(plan);
   j["baselines"][1]["kl_difference"] = {{"low", 0.1}};
   EXPECT_NE(plan_error(j).find("baselines[1].kl_difference.plan_minus_baseline"),
             std::string::npos);
@@ -184,6 +188,20 @@ TEST(ReportData, RefusesMistypedRecordedFieldsNamingThem) {
   report::MemoryOptions m;
   m.weights_bytes = m.gpu_memory_bytes;
   EXPECT_NE(error_of(profile, plan, m).find("--weights-bytes"), std::string::npos);
+}
+
+// Groups of one side (ik_llama.cpp's first/last-N, keys and values apart) keep their side.
+TEST(ReportData, SearchGroupsOfOneSideReadBack) {
+  Plan plan = tiny_plan(tiny_profile());
+  plan.results.provenance.groups = {{{0}, "keys"}, {{0}, "values"}};
+  const nlohmann::json j = plan_to_json(plan);
+  EXPECT_EQ(j["provenance"]["groups"][1]["side"], "values");
+  const Plan back = plan_from_json(j, "q.json");
+  ASSERT_EQ(back.results.provenance.groups.size(), 2u);
+  EXPECT_EQ(back.results.provenance.groups[0].side, "keys");
+  EXPECT_EQ(back.results.provenance.groups[1].layers, std::vector<int>{0});
+  plan.results.provenance.groups = {{{0}, ""}};
+  EXPECT_FALSE(plan_to_json(plan)["provenance"]["groups"][0].contains("side"));
 }
 
 TEST(ReportData, WarnsWhenThePlanWasSearchedOnAnotherProfile) {

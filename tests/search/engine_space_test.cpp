@@ -1,11 +1,15 @@
 #include "search/engine_space.h"
 
 #include <cmath>
+#include <limits>
+#include <random>
 #include <set>
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "search/exact_front.h"
+#include "search/nsga2_search.h"
 
 namespace kvplan::search {
 namespace {
@@ -76,19 +80,153 @@ TEST(EngineSpace, LlamaCppIsOneGroupOfEveryLayer) {
 }
 
 // The first and the last layer are far more sensitive: at a budget between uniform q4_0 and
-// uniform q8_0, ik_llama.cpp's best structure keeps them apart.
+// uniform q8_0, ik_llama.cpp's best structure keeps them apart, for keys and for values.
 TEST(EngineSpace, IkLlamaCppSetsTheSensitiveFirstAndLastLayersApart) {
   const auto layers = catalogue_layers({40, 1, 1, 1, 1, 1, 1, 40});
   const double q4 = bytes_of(KvPair::parse("q4_0/q4_0")), q8 = bytes_of(KvPair::parse("q8_0/q8_0"));
   const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp),
                                             MemoryMeasure::kBytes, 6 * q4 + 2 * q8);
-  ASSERT_EQ(s.space.groups.size(), 3u) << s.structure;
-  EXPECT_EQ(s.space.groups[0].layers, (std::vector<int>{0}));
-  EXPECT_EQ(s.space.groups[1].layers, (std::vector<int>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(s.space.groups[2].layers, (std::vector<int>{7}));
-  EXPECT_EQ(s.structure, "first 1 (layers 0), layers 1-6 alike, last 1 (layers 7)");
-  // Every N and M with N + M <= 8 was priced.
-  EXPECT_EQ(s.structures_priced, 45u);
+  ASSERT_EQ(s.space.groups.size(), 6u) << s.structure;
+  for (size_t g = 0; g < 6; ++g) {
+    EXPECT_EQ(s.space.groups[g].side, g < 3 ? GroupSide::kKeys : GroupSide::kValues);
+    EXPECT_EQ(s.space.groups[g].layers,
+              (std::vector<std::vector<int>>{{0}, {1, 2, 3, 4, 5, 6}, {7}})[g % 3]);
+  }
+  EXPECT_EQ(s.structure,
+            "keys and values each: first 1 (layers 0), layers 1-6 alike, last 1 (layers 7)");
+  // Every N and M with N + M <= 8, for keys and for values.
+  EXPECT_EQ(s.structures_priced, 45u * 45u);
+  EXPECT_FALSE(s.may_cluster);
+}
+
+namespace {
+
+// ik_llama.cpp types with errors key_scale[l] * 2^-bits for keys and value_scale[l] * 2^-bits for
+// values; 16 B per side-bit (2 heads of 64 values).
+std::vector<LayerCandidates> side_scaled_layers(const std::vector<double>& key_scale,
+                                                const std::vector<double>& value_scale,
+                                                const std::vector<const char*>& formats) {
+  std::vector<LayerCandidates> layers;
+  for (size_t l = 0; l < key_scale.size(); ++l) {
+    LayerCandidates lc{static_cast<int>(l), {}};
+    for (const char* k : formats) {
+      for (const char* v : formats) {
+        const KvPair p{Format::parse(k), Format::parse(v)};
+        const double kb = p.key.nominal_bits(64), vb = p.value.nominal_bits(64);
+        lc.candidates.push_back({p, (kb + vb) / 2, 16 * (kb + vb),
+                                 key_scale[l] * std::exp2(-kb) + value_scale[l] * std::exp2(-vb)});
+      }
+    }
+    layers.push_back(std::move(lc));
+  }
+  return layers;
+}
+
+Assignment best_within_budget(const SearchSpace& space) {
+  const ExactFront f = exact_front(space, SearchTable::build(space));
+  EXPECT_FALSE(f.points.empty());
+  return f.points.back();
+}
+
+}  // namespace
+
+// Keys matter on the first two and the last two layers, values on the first and the last:
+// ik_llama.cpp takes -ctk-first/-ctk-last q8_0,2 and -ctv-first/-ctv-last q8_0,1 apart. A
+// structure shared by K and V has two cuts where these need four, so it either gives values 8 bits
+// on layers 1 and 6 too or leaves a sensitive side at 4 bits.
+TEST(EngineSpace, IkLlamaCppSetsKeysAndValuesApartWhereEachSideNeedsIt) {
+  const std::vector<double> keys{400, 400, 1, 1, 1, 1, 400, 400},
+      values{400, 1, 1, 1, 1, 1, 1, 400};
+  const auto layers = side_scaled_layers(keys, values, {"q8_0", "q4_0"});
+  // Uniform q4_0 (4 nominal bits a side), and 4 more bits for the six sensitive sides.
+  const double budget = 8 * 16 * 8.0 + 6 * 16 * 4.0;
+  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp),
+                                            MemoryMeasure::kBytes, budget);
+  EXPECT_EQ(s.structure,
+            "keys: first 2 (layers 0-1), layers 2-5 alike, last 2 (layers 6-7); values: first 1 "
+            "(layers 0), layers 1-6 alike, last 1 (layers 7)");
+  const Assignment best = best_within_budget(s.space);
+  std::vector<std::string> pairs;
+  for (const KvPair& p : best.pairs) pairs.push_back(p.name());
+  EXPECT_EQ(pairs, (std::vector<std::string>{"q8_0/q8_0", "q8_0/q4_0", "q4_0/q4_0", "q4_0/q4_0",
+                                             "q4_0/q4_0", "q4_0/q4_0", "q8_0/q4_0", "q8_0/q8_0"}));
+  EXPECT_DOUBLE_EQ(best.memory, budget);
+  EXPECT_DOUBLE_EQ(best.predicted_error, best_error_within_budget(s.space));
+  EXPECT_NEAR(best.predicted_error, 6 * 400.0 / 256 + 4 * 1.0 / 16 + 6 * 1.0 / 16, 1e-12);
+
+  // The same candidates as joint pairs (one pair off its sides' sum by 1e-6): K and V then share
+  // N and M, and the best within the budget is far worse.
+  auto joint = layers;
+  joint[3].candidates[0].error += 1e-6;
+  const EngineSpace shared =
+      engine_search_space(joint, engine_spec(EngineId::kIkLlamaCpp), MemoryMeasure::kBytes, budget);
+  EXPECT_NE(shared.structure.find("the same N and M for keys and values"), std::string::npos)
+      << shared.structure;
+  EXPECT_GT(best_error_within_budget(shared.space), 3 * best.predicted_error);
+
+  // NSGA-II searches the split space too: each of its plans is one the structure allows.
+  const SearchResult nsga = nsga2_front(s.space, {.population = 16, .generations = 20});
+  ASSERT_FALSE(nsga.front.empty());
+  for (const Assignment& a : nsga.front) {
+    EXPECT_TRUE(a.feasible);
+    for (const LayerGroup& g : s.space.groups) {
+      for (const int l : g.layers) {
+        const KvPair& first = a.pairs[static_cast<size_t>(g.layers.front())];
+        const KvPair& p = a.pairs[static_cast<size_t>(l)];
+        EXPECT_EQ(g.side == GroupSide::kKeys ? p.key : p.value,
+                  g.side == GroupSide::kKeys ? first.key : first.value);
+      }
+    }
+  }
+}
+
+// On small random instances, the split search's best within the budget is the least error over
+// every key structure x value structure x type per segment, found by brute force.
+TEST(EngineSpace, IkLlamaCppSplitStructuresMatchBruteForce) {
+  const std::vector<const char*> formats{"q8_0", "q5_0", "q4_0"};
+  std::vector<double> side_bits;
+  for (const char* f : formats) side_bits.push_back(Format::parse(f).nominal_bits(64));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> scale(0.1, 30.0);
+  for (int trial = 0; trial < 6; ++trial) {
+    const size_t n = 5;
+    std::vector<double> keys(n), values(n);
+    for (size_t l = 0; l < n; ++l) keys[l] = scale(rng), values[l] = scale(rng);
+    const auto layers = side_scaled_layers(keys, values, formats);
+    const double budget = 16 * (n * 9.0 + 3 + 2 * trial);
+    // One side: the least error of every (first, last) and type per segment, by its memory.
+    const auto side_points = [&](const std::vector<double>& sc) {
+      std::vector<std::pair<double, double>> points;  // (memory, error)
+      for (size_t first = 0; first <= n; ++first) {
+        for (size_t last = 0; first + last <= n; ++last) {
+          for (size_t a = 0; a < 3; ++a) {
+            for (size_t b = 0; b < 3; ++b) {
+              for (size_t c = 0; c < 3; ++c) {
+                double memory = 0, error = 0;
+                for (size_t l = 0; l < n; ++l) {
+                  const size_t f = l < first ? a : l >= n - last ? c : b;
+                  memory += 16 * side_bits[f];
+                  error += sc[l] * std::exp2(-side_bits[f]);
+                }
+                points.emplace_back(memory, error);
+              }
+            }
+          }
+        }
+      }
+      return points;
+    };
+    double brute = std::numeric_limits<double>::infinity();
+    for (const auto& [km, ke] : side_points(keys)) {
+      for (const auto& [vm, ve] : side_points(values)) {
+        if (km + vm <= budget * (1 + 1e-12)) brute = std::min(brute, ke + ve);
+      }
+    }
+    const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp),
+                                              MemoryMeasure::kBytes, budget);
+    EXPECT_NEAR(best_error_within_budget(s.space), brute, 1e-12 * brute)
+        << trial << " " << s.structure;
+  }
 }
 
 // vLLM: one quantized dtype for every layer that is quantized, the others at the model's dtype.

@@ -118,6 +118,55 @@ TEST(ExactFront, HandlesGroupsWeightsAndFractionalBits) {
   EXPECT_NEAR(minimum_memory(s, SearchTable::build(s)), 2.0, 1e-12);
 }
 
+// Groups of one side: a layer's pair is its key group's key and its value group's value, and its
+// cost the sum of the two sides' shares; a layer no value group covers is an internal error.
+TEST(ExactFront, SideGroupsComposeEachLayersPair) {
+  SearchSpace s;
+  for (int l = 0; l < 2; ++l) {
+    LayerCandidates lc{l, {}};
+    LayerSides sides;
+    for (const char* f : {"q8_0", "q4_0"}) {
+      const double bits = Format::parse(f).nominal_bits(64);
+      sides.keys.push_back({Format::parse(f), bits / 2, 16 * bits, (l + 1) * std::exp2(-bits)});
+      sides.values.push_back({Format::parse(f), bits / 2, 16 * bits, std::exp2(-bits) / 4});
+    }
+    for (const SideCandidate& k : sides.keys) {
+      for (const SideCandidate& v : sides.values) {
+        lc.candidates.push_back({{k.format, v.format},
+                                 k.bits + v.bits,
+                                 k.bytes_per_token + v.bytes_per_token,
+                                 k.error + v.error});
+      }
+    }
+    s.layers.push_back(std::move(lc));
+    s.sides.push_back(std::move(sides));
+  }
+  const auto both = std::vector<KvPair>{KvPair::parse("q8_0/q8_0"), KvPair::parse("q4_0/q4_0")};
+  s.groups = {{{0, 1}, both, GroupSide::kKeys},
+              {{0}, both, GroupSide::kValues},
+              {{1}, both, GroupSide::kValues}};
+  const Assignment a = evaluate_assignment(s, {1, 0, 1});
+  EXPECT_EQ(a.pairs[0].name(), "q4_0/q8_0");
+  EXPECT_EQ(a.pairs[1].name(), "q4_0/q4_0");
+  EXPECT_DOUBLE_EQ(a.memory, 16 * (4 + 4 + 8 + 4.0));
+  EXPECT_DOUBLE_EQ(a.predicted_error, 3.0 / 16 + std::exp2(-8) / 4 + 1.0 / 64);
+  // The exact front over side groups is the exhaustive one: 2 x 2 x 2 assignments.
+  const ExactFront f = exact_front(s, SearchTable::build(s));
+  EXPECT_DOUBLE_EQ(f.points.front().memory, 16 * 16.0);
+  EXPECT_DOUBLE_EQ(f.points.back().memory, 16 * 32.0);
+
+  s.groups.pop_back();
+  try {
+    (void)evaluate_assignment(s, {0, 0});
+    ADD_FAILURE() << "layer 1's value unset";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("value of layer 1 unset"), std::string::npos) << e.what();
+  }
+  s.sides.clear();
+  EXPECT_THROW((void)SearchTable::build(s), Error);
+}
+
 TEST(ExactFront, RefusesSpacesTooFineForTheDp) {
   const SearchSpace s = random_space(4, 5, 2, 1.0);
   EXPECT_THROW(exact_front(s, SearchTable::build(s), 4), Error);
