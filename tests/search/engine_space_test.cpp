@@ -14,27 +14,37 @@
 namespace kvplan::search {
 namespace {
 
-// Every key x value pair of a few formats of several engines; errors fall as bits rise, keys weigh
-// three times more than values, and each layer has its own sensitivity.
-std::vector<LayerCandidates> catalogue_layers(const std::vector<double>& sensitivity,
-                                              const std::vector<const char*>& formats = {
-                                                  "f16", "q8_0", "q4_0", "fp8_e4m3", "nvfp4",
-                                                  "int4", "int8", "tq_fp8", "tq_mse4", "tq_mse3",
-                                                  "tq_int4", "tq_int3"}) {
+// Every key x value pair of `formats`, with errors key_scale[l] * 2^-bits for keys and
+// value_scale[l] * 2^-bits for values; 16 B per side-bit (2 heads of 64 values).
+std::vector<LayerCandidates> side_scaled_layers(const std::vector<double>& key_scale,
+                                                const std::vector<double>& value_scale,
+                                                const std::vector<const char*>& formats) {
   std::vector<LayerCandidates> layers;
-  for (size_t l = 0; l < sensitivity.size(); ++l) {
+  for (size_t l = 0; l < key_scale.size(); ++l) {
     LayerCandidates lc{static_cast<int>(l), {}};
     for (const char* k : formats) {
       for (const char* v : formats) {
         const KvPair p{Format::parse(k), Format::parse(v)};
         const double kb = p.key.nominal_bits(64), vb = p.value.nominal_bits(64);
-        const double err = sensitivity[l] * (3 * std::exp2(-kb) + std::exp2(-vb));
-        lc.candidates.push_back({p, (kb + vb) / 2, 2 * 64 * (kb + vb) / 8, err});
+        lc.candidates.push_back({p, (kb + vb) / 2, 16 * (kb + vb),
+                                 key_scale[l] * std::exp2(-kb) + value_scale[l] * std::exp2(-vb)});
       }
     }
     layers.push_back(std::move(lc));
   }
   return layers;
+}
+
+// A few formats of several engines; errors fall as bits rise, keys weigh three times more than
+// values, and each layer has its own sensitivity.
+std::vector<LayerCandidates> catalogue_layers(const std::vector<double>& sensitivity,
+                                              const std::vector<const char*>& formats = {
+                                                  "f16", "q8_0", "q4_0", "fp8_e4m3", "nvfp4",
+                                                  "int4", "int8", "tq_fp8", "tq_mse4", "tq_mse3",
+                                                  "tq_int4", "tq_int3"}) {
+  std::vector<double> keys;
+  for (const double s : sensitivity) keys.push_back(3 * s);
+  return side_scaled_layers(keys, sensitivity, formats);
 }
 
 double bytes_of(const KvPair& p) {
@@ -100,27 +110,6 @@ TEST(EngineSpace, IkLlamaCppSetsTheSensitiveFirstAndLastLayersApart) {
 }
 
 namespace {
-
-// ik_llama.cpp types with errors key_scale[l] * 2^-bits for keys and value_scale[l] * 2^-bits for
-// values; 16 B per side-bit (2 heads of 64 values).
-std::vector<LayerCandidates> side_scaled_layers(const std::vector<double>& key_scale,
-                                                const std::vector<double>& value_scale,
-                                                const std::vector<const char*>& formats) {
-  std::vector<LayerCandidates> layers;
-  for (size_t l = 0; l < key_scale.size(); ++l) {
-    LayerCandidates lc{static_cast<int>(l), {}};
-    for (const char* k : formats) {
-      for (const char* v : formats) {
-        const KvPair p{Format::parse(k), Format::parse(v)};
-        const double kb = p.key.nominal_bits(64), vb = p.value.nominal_bits(64);
-        lc.candidates.push_back({p, (kb + vb) / 2, 16 * (kb + vb),
-                                 key_scale[l] * std::exp2(-kb) + value_scale[l] * std::exp2(-vb)});
-      }
-    }
-    layers.push_back(std::move(lc));
-  }
-  return layers;
-}
 
 Assignment best_within_budget(const SearchSpace& space) {
   const ExactFront f = exact_front(space, SearchTable::build(space));
