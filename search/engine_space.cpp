@@ -75,7 +75,7 @@ EngineSpace pick(std::vector<Priced> options) {
   size_t best = 0;
   for (size_t i = 0; i < options.size(); ++i) {
     options[i].error = best_error_within_budget(options[i].space);
-    if (options[i].error < options[best].error) best = i;
+    if (error_clearly_less(options[i].error, options[best].error)) best = i;
   }
   if (std::isinf(options[best].error)) {
     double least = std::numeric_limits<double>::infinity();
@@ -89,6 +89,11 @@ EngineSpace pick(std::vector<Priced> options) {
 }
 
 }  // namespace
+
+bool error_clearly_less(double a, double b) {
+  if (std::isinf(a) || std::isinf(b)) return a < b;
+  return a < b - 1e-12 * std::max(std::fabs(a), std::fabs(b));
+}
 
 double best_error_within_budget(const SearchSpace& space) {
   for (const LayerGroup& g : space.groups) {

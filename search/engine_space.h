@@ -39,6 +39,10 @@ struct EngineSpace {
 EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const EngineSpec& engine,
                                 MemoryMeasure measure, double budget);
 
+// a < b by more than rounding. The same layers' errors summed in other groupings differ in their
+// last bits; such a difference must not choose one structure over a simpler one.
+bool error_clearly_less(double a, double b);
+
 // The least predicted (additive) error within the space's budget; infinity when nothing fits.
 double best_error_within_budget(const SearchSpace& space);
 

@@ -93,13 +93,21 @@ std::vector<SidePoint> side_envelope(const std::vector<LayerSides>& sides, bool 
       if (g == at.size()) break;
     }
   }
-  // Ties keep the simplest structure: stable order on (memory, error).
+  // Per memory, the least error; among errors equal to it but for rounding, the simplest
+  // structure. Then the points that clearly improve on every cheaper one.
   std::stable_sort(all.begin(), all.end(), [](const SidePoint& a, const SidePoint& b) {
     return a.memory != b.memory ? a.memory < b.memory : a.error < b.error;
   });
   std::vector<SidePoint> front;
-  for (const SidePoint& p : all) {
-    if (front.empty() || p.error < front.back().error) front.push_back(p);
+  for (size_t i = 0; i < all.size();) {
+    SidePoint pick = all[i];
+    size_t j = i + 1;
+    for (; j < all.size() && all[j].memory == all[i].memory; ++j) {
+      if (!error_clearly_less(all[i].error, all[j].error) && all[j].structure < pick.structure)
+        pick = all[j];
+    }
+    if (front.empty() || error_clearly_less(pick.error, front.back().error)) front.push_back(pick);
+    i = j;
   }
   return front;
 }
@@ -166,7 +174,7 @@ std::optional<EngineSpace> split_first_last_n_space(const std::vector<LayerCandi
     while (v > 0 && keys[k].memory + values[v - 1].memory > budget_sum) --v;
     if (v == 0) break;
     const double total = keys[k].error + values[v - 1].error;
-    if (total < best) best = total, best_key = k, best_value = v - 1;
+    if (error_clearly_less(total, best)) best = total, best_key = k, best_value = v - 1;
   }
   // Nothing fits: the least memory of each side, so that the budget error names the least the
   // engine can take.

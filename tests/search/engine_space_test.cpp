@@ -169,6 +169,20 @@ TEST(EngineSpace, IkLlamaCppSetsKeysAndValuesApartWhereEachSideNeedsIt) {
   }
 }
 
+// At the least memory every structure holds the same plan, its error summed in other orders: the
+// simplest structure is the one named, not one that wins by rounding.
+TEST(EngineSpace, IkLlamaCppNamesTheSimplestStructureAmongEqualPlans) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> scale(0.1, 3.0);
+  std::vector<double> keys(30), values(30);
+  for (size_t l = 0; l < 30; ++l) keys[l] = scale(rng), values[l] = scale(rng);
+  const auto layers = side_scaled_layers(keys, values, {"q8_0", "q4_0"});
+  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp),
+                                            MemoryMeasure::kBytes, 30 * 16 * 8.0);
+  EXPECT_EQ(s.structure, "keys and values each: layers 0-29 alike");
+  EXPECT_EQ(s.space.groups.size(), 2u);
+}
+
 // On small random instances, the split search's best within the budget is the least error over
 // every key structure x value structure x type per segment, found by brute force.
 TEST(EngineSpace, IkLlamaCppSplitStructuresMatchBruteForce) {
