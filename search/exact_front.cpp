@@ -73,10 +73,7 @@ ExactFront exact_front(const SearchSpace& space, const SearchTable& table, size_
   if (space.groups.empty()) fail(ErrorCode::kInvalidArgument, "the search space has no groups");
   const IntegerMemory im = integer_memory(table);
   const size_t G = space.groups.size();
-  // Budget in units (memory is a sum; a bits budget is a mean over layers).
-  const double layers = static_cast<double>(space.layers.size());
-  const double budget_sum =
-      space.measure == MemoryMeasure::kBits ? space.budget * layers : space.budget;
+  const double budget_sum = summed_budget(space);
   uint64_t total_max = 0;
   for (const auto& group : im.units) total_max += *std::max_element(group.begin(), group.end());
   uint64_t cap = total_max;

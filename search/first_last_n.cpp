@@ -162,9 +162,12 @@ std::optional<EngineSpace> split_first_last_n_space(const std::vector<LayerCandi
   const std::vector<SidePoint> values = side_envelope(*sides, false, structures, measure);
   if (keys.empty() || values.empty()) return std::nullopt;
 
-  // Memory is summed over layers; a bits budget is a mean over them.
-  const double budget_sum =
-      (measure == MemoryMeasure::kBits ? budget * static_cast<double>(n) : budget) * (1 + 1e-12);
+  EngineSpace out;
+  out.space.layers = stored;
+  out.space.sides = std::move(*sides);
+  out.space.measure = measure;
+  out.space.budget = budget;
+  const double budget_sum = summed_budget(out.space) * (1 + 1e-12);
   // Both envelopes ascend in memory and descend in error: for each key point, the value point
   // with the most memory that still fits is the best one.
   size_t best_key = 0, best_value = 0;
@@ -181,11 +184,6 @@ std::optional<EngineSpace> split_first_last_n_space(const std::vector<LayerCandi
   const auto key_structure = structures[keys[best_key].structure];
   const auto value_structure = structures[values[best_value].structure];
 
-  EngineSpace out;
-  out.space.layers = stored;
-  out.space.sides = std::move(*sides);
-  out.space.measure = measure;
-  out.space.budget = budget;
   out.space.groups = side_groups(stored, out.space.sides, true, key_structure, measure);
   for (LayerGroup& g : side_groups(stored, out.space.sides, false, value_structure, measure))
     out.space.groups.push_back(std::move(g));

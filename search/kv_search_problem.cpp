@@ -43,6 +43,12 @@ void check_choice(const SearchSpace& space, const std::vector<int>& choice) {
 
 }  // namespace
 
+double summed_budget(const SearchSpace& space) {
+  return space.measure == MemoryMeasure::kBits
+             ? space.budget * static_cast<double>(space.layers.size())
+             : space.budget;
+}
+
 SearchTable SearchTable::build(const SearchSpace& space) {
   std::map<int, size_t> entry_of_layer;
   for (size_t i = 0; i < space.layers.size(); ++i) entry_of_layer[space.layers[i].layer] = i;
@@ -74,7 +80,7 @@ SearchTable SearchTable::build(const SearchSpace& space) {
           const std::vector<SideCandidate>& side =
               keys ? space.sides[i].keys : space.sides[i].values;
           const size_t c =
-              find_side(side, keys ? pair.key : pair.value, layer, keys ? "key" : "value");
+              find_side(side, format_on_side(pair, group.side), layer, keys ? "key" : "value");
           add(i, c, memory_of(side[c], space.measure), side[c].error);
         }
       }
@@ -113,11 +119,10 @@ Assignment evaluate_assignment(const SearchSpace& space, const SearchTable& tabl
     const size_t n_layers = group.layers.size();
     const size_t c = static_cast<size_t>(choice[g]);
     for (size_t k = 0; k < n_layers; ++k) {
-      const size_t entry = table.members[g][c * n_layers + k].first;
+      const auto [entry, cand] = table.members[g][c * n_layers + k];
       switch (group.side) {
         case GroupSide::kPair:
-          a.pairs[entry] =
-              space.layers[entry].candidates[table.members[g][c * n_layers + k].second].pair;
+          a.pairs[entry] = space.layers[entry].candidates[cand].pair;
           set[entry] |= kKeySet | kValueSet;
           break;
         case GroupSide::kKeys:

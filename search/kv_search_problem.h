@@ -32,6 +32,9 @@ struct SearchSpace {
   double interaction = 0;             // gamma of surrogate.h (0: the additive surrogate)
 };
 
+// The budget as a sum over the space's layers: a bits budget is a mean over them.
+double summed_budget(const SearchSpace& space);
+
 // What one group contributes when it takes one of its choices, summed over its layers (for a group
 // of one side, that side's share).
 struct GroupChoiceCost {

@@ -48,9 +48,9 @@ std::vector<LayerGroup> group_layers(const std::vector<LayerCandidates>& pruned,
 std::optional<size_t> choice_for(const LayerGroup& group, const KvPair& pair) {
   for (size_t c = 0; c < group.choices.size(); ++c) {
     const KvPair& o = group.choices[c];
-    const bool gives = group.side == GroupSide::kKeys     ? o.key == pair.key
-                       : group.side == GroupSide::kValues ? o.value == pair.value
-                                                          : o == pair;
+    const bool gives = group.side == GroupSide::kPair
+                           ? o == pair
+                           : format_on_side(o, group.side) == format_on_side(pair, group.side);
     if (gives) return c;
   }
   return std::nullopt;
@@ -60,17 +60,14 @@ std::string describe_groups(const std::vector<LayerGroup>& groups) {
   std::string out;
   for (size_t g = 0; g < groups.size(); ++g) {
     const GroupSide side = groups[g].side;
-    out += fmt::format("g{}: {}layers", g,
-                       side == GroupSide::kKeys     ? "keys of "
-                       : side == GroupSide::kValues ? "values of "
-                                                    : "");
+    out +=
+        fmt::format("g{}: {}{}layers", g, side_name(side), side == GroupSide::kPair ? "" : " of ");
     for (int l : groups[g].layers) out += fmt::format(" {}", l);
     out += " [";
     for (size_t c = 0; c < groups[g].choices.size(); ++c) {
       const KvPair& p = groups[g].choices[c];
-      out += (c ? " " : "") + (side == GroupSide::kKeys     ? p.key.name()
-                               : side == GroupSide::kValues ? p.value.name()
-                                                            : p.name());
+      out +=
+          (c ? " " : "") + (side == GroupSide::kPair ? p.name() : format_on_side(p, side).name());
     }
     out += "]\n";
   }

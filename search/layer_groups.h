@@ -18,6 +18,15 @@ namespace kvplan::search {
 // are grouped apart (ik_llama.cpp's first/last-N types, which K and V take independently).
 enum class GroupSide { kPair, kKeys, kValues };
 
+// The format a group of one side (kKeys, kValues) sets from a pair: its key or its value.
+inline const Format& format_on_side(const KvPair& pair, GroupSide side) {
+  return side == GroupSide::kKeys ? pair.key : pair.value;
+}
+// "keys", "values", or "" for kPair: the plan's provenance and the logs.
+inline const char* side_name(GroupSide side) {
+  return side == GroupSide::kKeys ? "keys" : side == GroupSide::kValues ? "values" : "";
+}
+
 struct LayerGroup {
   std::vector<int> layers;      // ascending
   std::vector<KvPair> choices;  // the candidate pairs every layer of the group has; for a side

@@ -338,11 +338,7 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   }
   pv.dbscan_eps = options.dbscan.eps;
   pv.dbscan_min_samples = options.dbscan.min_samples;
-  for (const LayerGroup& g : out.groups) {
-    pv.groups.push_back({g.layers, g.side == GroupSide::kKeys     ? "keys"
-                                   : g.side == GroupSide::kValues ? "values"
-                                                                  : ""});
-  }
+  for (const LayerGroup& g : out.groups) pv.groups.push_back({g.layers, side_name(g.side)});
   for (const MeasuredPlan& m : out.loop.measured) {
     pv.validations.push_back({m.round, m.name.empty() ? "searched" : m.name, m.assignment.memory,
                               m.assignment.predicted_error, m.measured});
