@@ -167,41 +167,41 @@ struct KvFormatTraits {
   X(Fp8E5M2, 49, "fp8_e5m2", 1, kFp8, 8, kFp8E5M2, kValue, 1, 1, 0, 57344.0f, true,              \
     kEngineVllm, "OCP FP8 E5M2, f32 scale per (layer, head)")                                    \
   X(Mxfp4, 80, "mxfp4", 1, kMicroscaled, 4, kMxfp4, kBlock, kMxBlock, sizeof(BlockMxfp4), 0,     \
-    0.0f, false, 0, "OCP MXFP4 as ggml stores it (E2M1 codes, E8M0 scale per 32)")               \
+    0.0f, true, 0, "OCP MXFP4 as ggml stores it (E2M1 codes, E8M0 scale per 32)")               \
   X(Mxfp6E2M3, 81, "mxfp6_e2m3", 1, kMicroscaled, 6, kMxfp6E2M3, kBlock, kMxBlock,               \
-    sizeof(BlockMxfp6), 0, 0.0f, false, 0, "OCP MXFP6 E2M3 (E8M0 scale per 32)")                 \
+    sizeof(BlockMxfp6), 0, 0.0f, true, 0, "OCP MXFP6 E2M3 (E8M0 scale per 32)")                 \
   X(Mxfp8E4M3, 82, "mxfp8_e4m3", 1, kMicroscaled, 8, kMxfp8E4M3, kBlock, kMxBlock,               \
-    sizeof(BlockMxfp8), 0, 0.0f, false, 0, "OCP MXFP8 E4M3 (E8M0 scale per 32)")                 \
+    sizeof(BlockMxfp8), 0, 0.0f, true, 0, "OCP MXFP8 E4M3 (E8M0 scale per 32)")                 \
   X(Nvfp4, 83, "nvfp4", 1, kMicroscaled, 4, kNvfp4, kSplitBlock, kNvfp4Group,                    \
     kNvfp4GroupCodeBytes, 0,                                                                     \
-    2688.0f, false, kEngineVllm | kEngineTrtllm | kEngineModelopt,                               \
+    2688.0f, true, kEngineVllm | kEngineTrtllm | kEngineModelopt,                               \
     "NVFP4 (E2M1 codes, E4M3 scale per 16, f32 scale per (layer, head))")                       \
   X(Fp8E4M3PerTokenHead, 84, "fp8_per_token_head", 1, kFp8, 8, kFp8E4M3PerTokenHead, kRow, 0,     \
-    kRowScaleBytes, 0, 0.0f, false, kEngineVllm,                                                 \
+    kRowScaleBytes, 0, 0.0f, true, kEngineVllm,                                                 \
     "FP8 E4M3 with an f32 scale per (token, head), as vLLM's")                                   \
   X(Q8_0Had, 85, "q8_0_had", 1, kGgml, 8, kHadamardQ8_0, kRotatedBlocks, kGgmlBlock,             \
-    sizeof(BlockQ8_0), 0, 0.0f, false, 0, "q8_0 of the Hadamard-rotated row")                    \
+    sizeof(BlockQ8_0), 0, 0.0f, true, 0, "q8_0 of the Hadamard-rotated row")                    \
   X(Q4_0Had, 86, "q4_0_had", 1, kGgml, 4, kHadamardQ4_0, kRotatedBlocks, kGgmlBlock,             \
-    sizeof(BlockQ4_0), 0, 0.0f, false, 0, "q4_0 of the Hadamard-rotated row")                    \
+    sizeof(BlockQ4_0), 0, 0.0f, true, 0, "q4_0 of the Hadamard-rotated row")                    \
   X(Iq4NlHad, 87, "iq4_nl_had", 1, kGgml, 4, kHadamardIq4Nl, kRotatedBlocks, kGgmlBlock,         \
-    sizeof(BlockIq4Nl), 0, 0.0f, false, 0, "iq4_nl of the Hadamard-rotated row")               \
-  X(TqFp8, 88, "tq_fp8", 1, kTurboQuant, 8, kTqFp8, kValue, 1, 1, 0, 0.0f, false,                 \
+    sizeof(BlockIq4Nl), 0, 0.0f, true, 0, "iq4_nl of the Hadamard-rotated row")               \
+  X(TqFp8, 88, "tq_fp8", 1, kTurboQuant, 8, kTqFp8, kValue, 1, 1, 0, 0.0f, true,                 \
     kEngineVllmTurboquant, "E4M3 with no scale, saturating (vLLM turboquant_k8v4's keys)")       \
-  X(TqMse3, 89, "tq_mse3", 1, kTurboQuant, 3, kTqMse3, kRow, 0, kTqNormBytes, 0, 0.0f, false,      \
+  X(TqMse3, 89, "tq_mse3", 1, kTurboQuant, 3, kTqMse3, kRow, 0, kTqNormBytes, 0, 0.0f, true,      \
     kEngineVllmTurboquant,                                                                        \
     "unit row x Hadamard, 3-bit Lloyd-Max codes, f16 norm (vLLM TurboQuant keys)")               \
-  X(TqMse4, 90, "tq_mse4", 1, kTurboQuant, 4, kTqMse4, kRow, 0, kTqNormBytes, 0, 0.0f, false,      \
+  X(TqMse4, 90, "tq_mse4", 1, kTurboQuant, 4, kTqMse4, kRow, 0, kTqNormBytes, 0, 0.0f, true,      \
     kEngineVllmTurboquant,                                                                        \
     "unit row x Hadamard, 4-bit Lloyd-Max codes, f16 norm (vLLM TurboQuant keys)")               \
-  X(TqInt3, 91, "tq_int3", 1, kTurboQuant, 3, kTqInt3, kRow, 0, kTqScaleMinBytes, 0, 0.0f, false,  \
+  X(TqInt3, 91, "tq_int3", 1, kTurboQuant, 3, kTqInt3, kRow, 0, kTqScaleMinBytes, 0, 0.0f, true,  \
     kEngineVllmTurboquant, "3-bit asymmetric per row, f16 scale + min after (vLLM TurboQuant V)") \
-  X(TqInt4, 92, "tq_int4", 1, kTurboQuant, 4, kTqInt4, kRow, 0, kTqScaleMinBytes, 0, 0.0f, false,  \
+  X(TqInt4, 92, "tq_int4", 1, kTurboQuant, 4, kTqInt4, kRow, 0, kTqScaleMinBytes, 0, 0.0f, true,  \
     kEngineVllmTurboquant, "4-bit asymmetric per row, f16 scale + min after (vLLM TurboQuant V)") \
   X(Int4PerTokenHead, 93, "int4_per_token_head", 1, kRotatedInt, 4, kInt4PerTokenHead, kRow, 0,   \
-    kRowScaleBytes, 0, 0.0f, false, kEngineVllm,                                                 \
+    kRowScaleBytes, 0, 0.0f, true, kEngineVllm,                                                 \
     "4-bit asymmetric of the signed-Hadamard row, f32 scale + zero point per row (vLLM's)")       \
   X(Int8PerTokenHead, 94, "int8_per_token_head", 1, kRowScaledInt, 8, kInt8PerTokenHead, kRow, 0, \
-    kRowScaleBytes, 0, 0.0f, false, kEngineVllm,                                                 \
+    kRowScaleBytes, 0, 0.0f, true, kEngineVllm,                                                 \
     "int8 symmetric with an f32 scale per (token, head), as vLLM's")
 // clang-format on
 

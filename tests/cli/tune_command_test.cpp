@@ -257,13 +257,13 @@ TEST_F(TuneCommand, BadBudgetsAndMismatchedProfilesAreRefused) {
   EXPECT_NE(r.err.find("--device"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "d.json"));
   // A budget below the smallest plan is refused before profiling, naming the smallest feasible
-  // size: int2_kivi keys (4 heads x 8 channels x 12 B per 32 tokens = 12 B/token) and int2 values
-  // (4 x 6 B) on 5 layers, 180 B/token.
-  r = run_kvplan(tune("small.json", "", "--max-bits 4"));
+  // size: int2_kivi keys (4 heads x 8 channels x 12 B per 32 tokens = 12 B/token) and tq_mse3
+  // values (4 heads x (3 B of 3-bit codes + a 2 B norm)) on 5 layers, 160 B/token.
+  r = run_kvplan(tune("small.json", "", "--max-bits 3.5"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(count_occurrences(r.err, "kvplan: error:"), 1) << r.err;
   EXPECT_NE(r.err.find("smallest possible plan"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("180 bytes per token"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("160 bytes per token"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "small.json"));
   // Overlapping text sets are refused naming both files.
   {

@@ -162,13 +162,23 @@ TEST_F(StoriesProfile, DefaultCatalogProfilesKeysAndValuesSeparately) {
     names.push_back(p.candidates[c].name());
     if (p.measures_dkl(c)) measured.push_back(p.candidates[c].name());
   }
-  // No 32-value blocks on rows of 8; int*_g64/g128 pack exactly like int* there; the KIVI
-  // formats are for keys only.
-  const std::vector<std::string> keys = {"f16",      "bf16",      "int8",      "int4",
-                                         "int2",     "int8_kivi", "int4_kivi", "int2_kivi",
-                                         "fp8_e4m3", "fp8_e5m2"};
-  const std::vector<std::string> values = {"f16",  "bf16",     "int8",    "int4",
-                                           "int2", "fp8_e4m3", "fp8_e5m2"};
+  // No 32-value blocks on rows of 8 (the ggml, MX and NVFP4 formats and their rotated variants);
+  // int*_g64/g128 pack exactly like int* there; the KIVI formats are for keys only.
+  const std::vector<std::string> both = {"fp8_e4m3",
+                                         "fp8_e5m2",
+                                         "fp8_per_token_head",
+                                         "tq_fp8",
+                                         "tq_mse3",
+                                         "tq_mse4",
+                                         "tq_int3",
+                                         "tq_int4",
+                                         "int4_per_token_head",
+                                         "int8_per_token_head"};
+  std::vector<std::string> keys = {"f16",  "bf16",      "int8",      "int4",
+                                   "int2", "int8_kivi", "int4_kivi", "int2_kivi"};
+  std::vector<std::string> values = {"f16", "bf16", "int8", "int4", "int2"};
+  keys.insert(keys.end(), both.begin(), both.end());
+  values.insert(values.end(), both.begin(), both.end());
   std::vector<std::string> expected;
   for (const std::string& f : keys) expected.push_back(f + "/f32");
   for (const std::string& f : values) expected.push_back("f32/" + f);

@@ -22,14 +22,15 @@ ModelConfig config(int layers, int kv_heads, int head_dim) {
 
 TEST(SideCandidates, WholeCatalogueForKeysAndValuesWithAnchors) {
   const SideCandidates s = catalog_side_candidates(config(2, 3, 64), {}, {});
-  // 16 formats per side survive at head_dim 64 (g128 packs like g64 on 64-value rows), the three
-  // KIVI formats for keys only, + joint.
-  ASSERT_EQ(s.candidates.size(), 19u + 16u + 1u);
+  // Every format but f32 is in the default catalogue: 31 per side survive at head_dim 64 (g128
+  // packs like g64 on 64-value rows), the three KIVI formats for keys only, + joint.
+  ASSERT_EQ(s.candidates.size(), 34u + 31u + 1u);
   EXPECT_EQ(s.skipped.size(), 6u + 3u);
   EXPECT_EQ(candidate_side(s.candidates.front()), CandidateSide::kKeyOnly);
-  EXPECT_EQ(candidate_side(s.candidates[18]), CandidateSide::kKeyOnly);
-  EXPECT_EQ(s.candidates[8], KvPair::parse("int8_kivi/f32"));  // after f16 .. int2_g64
-  EXPECT_EQ(candidate_side(s.candidates[19]), CandidateSide::kValueOnly);
+  EXPECT_EQ(candidate_side(s.candidates[33]), CandidateSide::kKeyOnly);
+  EXPECT_EQ(s.candidates[8], KvPair::parse("int8_kivi/f32"));             // after f16 .. int2_g64
+  EXPECT_EQ(s.candidates[33], KvPair::parse("int8_per_token_head/f32"));  // the last format id
+  EXPECT_EQ(candidate_side(s.candidates[34]), CandidateSide::kValueOnly);
   EXPECT_EQ(s.candidates.back(), KvPair::parse("q4_0/q4_0"));
   int measured = 0;
   for (size_t i = 0; i < s.candidates.size(); ++i) {
