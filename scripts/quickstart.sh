@@ -20,5 +20,14 @@ set -x
 ./build/kvplan tune --model "${model}" --max-bits "${KVPLAN_BUDGET_BITS:-4.5}" \
   -o "${out}/plan.json" --profile-out "${out}/profile.json"
 ./build/kvplan estimate --model "${model}" --plan "${out}/plan.json" --context 8K,32K --sequences 8
-./build/kvplan export --plan "${out}/plan.json" --to kvtuner-yaml
-./build/kvplan export --plan "${out}/plan.json" --to llamacpp
+set +x
+# What each engine can take of the plan: its configuration with every loss listed, or (exit 2)
+# why it cannot run any layer of it and the `kvplan tune --engine E` that gives a plan it runs.
+# The default catalogue's plans use formats several engines do not store, so a refusal here is
+# an answer, not a failure of the quickstart; any other exit code is.
+for engine in llamacpp ik-llamacpp vllm vllm-turboquant trtllm hf; do
+  echo "== kvplan export --to ${engine}"
+  rc=0
+  ./build/kvplan export --plan "${out}/plan.json" --to "${engine}" || rc=$?
+  (( rc == 0 || rc == 2 )) || exit "${rc}"
+done
