@@ -84,8 +84,11 @@ EngineSpace pick(std::vector<Priced> options) {
       if (m < least) least = m, best = i;
     }
   }
-  return {std::move(options[best].space), std::move(options[best].structure), false,
-          options.size()};
+  return {std::move(options[best].space),
+          std::move(options[best].structure),
+          false,
+          options.size(),
+          {}};
 }
 
 }  // namespace
@@ -104,27 +107,11 @@ double best_error_within_budget(const SearchSpace& space) {
                           : f.points.back().predicted_error;
 }
 
-EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const EngineSpec& engine,
-                                MemoryMeasure measure, double budget) {
-  require_packable(engine);
-  std::vector<LayerCandidates> stored;
-  for (const LayerCandidates& l : all) {
-    LayerCandidates kept{l.layer, {}};
-    for (const LayerCandidate& c : l.candidates) {
-      if (engine_stores(engine, c.pair)) kept.candidates.push_back(c);
-    }
-    if (kept.candidates.empty()) {
-      fail(ErrorCode::kInvalidArgument,
-           "--engine {}: the profile has no pair {} stores on layer {} ({} stores {}{}); "
-           "profile with --formats {}",
-           engine.name, engine.display, l.layer, engine.display, engine_format_list(engine),
-           !engine.presets.empty()      ? ", as its K/V presets"
-           : engine.one_dtype_per_layer ? ", one dtype for K and V of a layer"
-                                        : "",
-           engine.name == "kvplan" ? "all" : engine_format_list(engine, ","));
-    }
-    stored.push_back(std::move(kept));
-  }
+namespace {
+
+// The granularity's space over the pairs one rotation setting stores on each layer.
+EngineSpace structured_space(const std::vector<LayerCandidates>& stored, const EngineSpec& engine,
+                             MemoryMeasure measure, double budget) {
   const size_t n = stored.size();
 
   switch (engine.granularity) {
@@ -136,7 +123,9 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
               engine.granularity == LayerGranularity::kFree
                   ? "any pair on any layer"
                   : "any dtype on any layer (a range per run of layers alike)",
-              true, 1};
+              true,
+              1,
+              {}};
     }
     case LayerGranularity::kGlobal:
       return pick({{space_of(stored, {span_group(stored, 0, n)}, measure, budget),
@@ -211,12 +200,88 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
             pruned(layers_with([](const KvPair&) { return false; }), measure);
         std::vector<LayerGroup> groups = group_per_layer(p);
         return {space_of(std::move(p), std::move(groups), measure, budget),
-                "every layer at the model's 16-bit dtype", false, 1};
+                "every layer at the model's 16-bit dtype",
+                false,
+                1,
+                {}};
       }
       return pick(std::move(options));
     }
   }
   fail(ErrorCode::kInternal, "unknown layer granularity");
+}
+
+}  // namespace
+
+EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const EngineSpec& engine,
+                                int head_dim, MemoryMeasure measure, double budget) {
+  require_packable(engine);
+  const auto stored_under = [&](const auto& keep) {
+    std::vector<LayerCandidates> stored;
+    for (const LayerCandidates& l : all) {
+      LayerCandidates kept{l.layer, {}};
+      for (const LayerCandidate& c : l.candidates) {
+        if (keep(c.pair)) kept.candidates.push_back(c);
+      }
+      stored.push_back(std::move(kept));
+    }
+    return stored;
+  };
+  const auto every_layer_has_one = [](const std::vector<LayerCandidates>& layers) {
+    return std::all_of(layers.begin(), layers.end(),
+                       [](const LayerCandidates& l) { return !l.candidates.empty(); });
+  };
+  // Each rotation setting the engine runs at this head_dim is a space of its own (a side is
+  // rotated on every layer or on none); the best within the budget is taken, the setting the
+  // engine takes with no extra flag first on a tie.
+  const std::vector<RotationSetting> settings = rotation_settings(engine, head_dim);
+  std::vector<EngineSpace> options;
+  for (const RotationSetting& setting : settings) {
+    std::vector<LayerCandidates> stored =
+        stored_under([&](const KvPair& p) { return setting_stores(engine, setting, head_dim, p); });
+    if (!every_layer_has_one(stored)) continue;
+    EngineSpace option = structured_space(stored, engine, measure, budget);
+    const std::string words = rotation_words(engine, setting);
+    if (settings.size() > 1 || setting.disabled_by_environment) option.structure += "; " + words;
+    option.rotation = setting;
+    options.push_back(std::move(option));
+  }
+  if (options.empty()) {
+    const std::vector<LayerCandidates> any =
+        stored_under([&](const KvPair& p) { return engine_stores(engine, p, head_dim); });
+    for (const LayerCandidates& l : any) {
+      if (!l.candidates.empty()) continue;
+      fail(ErrorCode::kInvalidArgument,
+           "--engine {}: the profile has no pair {} stores on layer {} ({} stores {}{}); "
+           "profile with --formats {}",
+           engine.name, engine.display, l.layer, engine.display, engine_format_list(engine),
+           !engine.presets.empty()      ? ", as its K/V presets"
+           : engine.one_dtype_per_layer ? ", one dtype for K and V of a layer"
+                                        : "",
+           engine.name == "kvplan" ? "all" : engine_format_list(engine, ","));
+    }
+    fail(ErrorCode::kInvalidArgument,
+         "--engine {}: no one rotation setting of {} stores a pair of the profile on every layer "
+         "(a side is rotated on every layer or on none)",
+         engine.name, engine.display);
+  }
+  size_t best = 0, priced = 0;
+  std::vector<double> errors;
+  for (size_t i = 0; i < options.size(); ++i) {
+    priced += options[i].structures_priced;
+    errors.push_back(best_error_within_budget(options[i].space));
+    if (error_clearly_less(errors[i], errors[best])) best = i;
+  }
+  if (std::isinf(errors[best])) {  // nothing fits: the setting that takes the least memory
+    double least = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < options.size(); ++i) {
+      const double m = minimum_memory(options[i].space, SearchTable::build(options[i].space));
+      if (m < least) least = m, best = i;
+    }
+  }
+  EngineSpace out = std::move(options[best]);
+  out.structures_priced = priced;
+  return out;
 }
 
 }  // namespace kvplan::search

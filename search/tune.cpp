@@ -85,7 +85,9 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
     }
   }
   const EngineSpec& engine = engine_spec(options.engine);
-  EngineSpace engine_space = engine_search_space(all, engine, options.measure, options.budget);
+  const int head_dim = common_head_dim(profile_geometry(profile));
+  EngineSpace engine_space =
+      engine_search_space(all, engine, head_dim, options.measure, options.budget);
   SearchSpace space = std::move(engine_space.space);
   if (engine.id != EngineId::kKvplan) {
     spdlog::info("--engine {}: {} ({} structures priced)", engine.name, engine_space.structure,
@@ -141,7 +143,7 @@ TuneOutput tune_plan(const Profile& profile, const TextSet& selection, const Tex
   for (const UniformConfig& u : uniforms) {
     if (static_cast<int>(extra.size()) == options.uniform_validations) break;
     if (memory_of_uniform(u) > options.budget * (1 + 1e-12)) continue;
-    if (!engine_runs_uniform(engine, u.pair, static_cast<int>(all.size()))) continue;
+    if (!engine_runs_uniform(engine, u.pair, static_cast<int>(all.size()), head_dim)) continue;
     extra.push_back({"uniform " + u.pair.name(), std::vector<KvPair>(all.size(), u.pair),
                      memory_of_uniform(u), u.layer_errors});
   }

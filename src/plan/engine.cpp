@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <ranges>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,13 +27,32 @@ constexpr std::array kTurboquantPresets{
 constexpr std::array kEngines{
     EngineSpec{EngineId::kKvplan, "kvplan", "kvplan", 0, G::kFree, false, true,
                "plan.json, read by kvplan's runtime library and C API", ""},
-    EngineSpec{EngineId::kLlamaCpp, "llamacpp", "llama.cpp", kEngineLlamaCpp, G::kGlobal, false,
-               true, "-ctk TYPE -ctv TYPE (common/arg.cpp; a quantized V needs -fa on)", ""},
-    EngineSpec{EngineId::kIkLlamaCpp, "ik-llamacpp", "ik_llama.cpp", kEngineIkLlamaCpp,
-               G::kFirstLastN, false, true,
+    EngineSpec{EngineId::kLlamaCpp,
+               "llamacpp",
+               "llama.cpp",
+               kEngineLlamaCpp,
+               G::kGlobal,
+               false,
+               true,
+               "-ctk TYPE -ctv TYPE (common/arg.cpp; a quantized V needs -fa on; quantized K/V "
+               "rotated at head_dim % 64 == 0 unless LLAMA_ATTN_ROT_DISABLE is set, PR #21038)",
+               "",
+               {},
+               0,
+               EngineRotation::kQuantizedByDefault},
+    EngineSpec{EngineId::kIkLlamaCpp,
+               "ik-llamacpp",
+               "ik_llama.cpp",
+               kEngineIkLlamaCpp,
+               G::kFirstLastN,
+               false,
+               true,
                "-ctk/-ctv TYPE, -ctk-first/-ctk-last/-ctv-first/-ctv-last TYPE,N (ik_llama.cpp "
-               "PR #1599)",
-               ""},
+               "PR #1599), -khad/-vhad (every layer's K/V rotated)",
+               "",
+               {},
+               0,
+               EngineRotation::kSwitchPerSide},
     EngineSpec{EngineId::kVllm, "vllm", "vLLM", kEngineVllm, G::kSkipList, true, true,
                "--kv-cache-dtype DTYPE --kv-cache-dtype-skip-layers L ... (vllm/config/cache.py)",
                ""},
@@ -54,6 +74,44 @@ constexpr std::array kEngines{
                "nbits_value}}",
                ""},
 };
+
+// The cache types a rotating engine stores as kvplan's rotated formats (the same blocks, of the
+// rotated row).
+constexpr std::array kRotatedTwins{
+    std::pair{FormatId::kQ8_0, FormatId::kQ8_0Had},
+    std::pair{FormatId::kQ4_0, FormatId::kQ4_0Had},
+    std::pair{FormatId::kIq4Nl, FormatId::kIq4NlHad},
+};
+
+bool is_power_of_two(int n) {
+  return n > 0 && (n & (n - 1)) == 0;
+}
+
+// True when the engine's rotation of that side at head_dim is kvplan's: the whole row (*_had
+// rotates the head's row at a power-of-two head_dim up to 512).
+bool rotation_is_whole_row(const EngineSpec& engine, int head_dim, bool keys) {
+  if (!is_power_of_two(head_dim) || head_dim > 512) return false;
+  switch (engine.rotation) {
+    case EngineRotation::kNone:
+      return false;
+    case EngineRotation::kQuantizedByDefault:
+      // K blocks: the largest power of two dividing head_dim (the row, at a power of two); V
+      // blocks: 64.
+      return keys ? head_dim % 64 == 0 : head_dim == 64;
+    case EngineRotation::kSwitchPerSide:
+      return true;  // hadamard_size(): the head size when it is a power of two
+  }
+  return false;
+}
+
+// Both sides' formats aside, whether one layer of the engine takes the pair as a whole.
+bool layer_takes(const EngineSpec& engine, const KvPair& pair) {
+  if (!engine.presets.empty()) {
+    return (is_model_dtype(pair.key) && pair.key == pair.value) ||
+           engine_preset(engine, pair) != nullptr;
+  }
+  return !engine.one_dtype_per_layer || pair.key == pair.value;
+}
 
 }  // namespace
 
@@ -83,24 +141,112 @@ EngineId parse_engine(std::string_view name) {
   fail(ErrorCode::kInvalidArgument, "--engine '{}': expected one of {}", name, engine_names());
 }
 
+int common_head_dim(const KvGeometry& geometry) {
+  if (geometry.layers.empty()) return 0;
+  const int d = geometry.layers.front().head_dim;
+  for (const KvLayerGeometry& l : geometry.layers) {
+    if (l.head_dim != d) return 0;
+  }
+  return d;
+}
+
+std::optional<Format> rotated_twin(const Format& f) {
+  for (const auto& [plain, rotated] : kRotatedTwins) {
+    if (f.id() == plain) return Format(rotated);
+  }
+  return std::nullopt;
+}
+
+Format engine_cache_type(const Format& f) {
+  for (const auto& [plain, rotated] : kRotatedTwins) {
+    if (f.id() == rotated) return Format(plain);
+  }
+  return f;
+}
+
 bool engine_stores(const EngineSpec& engine, const Format& f) {
   if (f.is_slot()) return false;
   if (engine.format_bit == 0) return engine.not_packed.empty();
   if (is_model_dtype(f) && engine.keeps_model_dtype) return true;
-  return (f.info().engines & engine.format_bit) != 0;
+  if ((f.info().engines & engine.format_bit) != 0) return true;
+  const Format plain = engine_cache_type(f);
+  return engine.rotation != EngineRotation::kNone && plain != f &&
+         (plain.info().engines & engine.format_bit) != 0;
 }
 
-bool engine_stores(const EngineSpec& engine, const KvPair& pair) {
-  if (!engine_stores(engine, pair.key) || !engine_stores(engine, pair.value)) return false;
-  if (!engine.presets.empty()) {
-    return (is_model_dtype(pair.key) && pair.key == pair.value) ||
-           engine_preset(engine, pair) != nullptr;
+std::vector<RotationSetting> rotation_settings(const EngineSpec& engine, int head_dim) {
+  switch (engine.rotation) {
+    case EngineRotation::kNone:
+      return {{}};
+    case EngineRotation::kQuantizedByDefault:
+      // Layers of different head_dim (0): only the environment variable makes every layer's
+      // storage known.
+      if (head_dim == 0) return {{false, false, true}};
+      if (head_dim % 64 != 0) return {{}};
+      return {{true, true, false}, {false, false, true}};
+    case EngineRotation::kSwitchPerSide: {
+      std::vector<RotationSetting> out{{}};
+      const bool k = rotation_is_whole_row(engine, head_dim, true),
+                 v = rotation_is_whole_row(engine, head_dim, false);
+      if (k) out.push_back({true, false, false});
+      if (v) out.push_back({false, true, false});
+      if (k && v) out.push_back({true, true, false});
+      return out;
+    }
   }
-  return !engine.one_dtype_per_layer || pair.key == pair.value;
+  return {{}};
 }
 
-bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_layers) {
-  if (!engine_stores(engine, pair)) return false;
+std::string rotation_words(const EngineSpec& engine, const RotationSetting& setting) {
+  switch (engine.rotation) {
+    case EngineRotation::kNone:
+      return "";
+    case EngineRotation::kQuantizedByDefault:
+      if (setting.disabled_by_environment) return "LLAMA_ATTN_ROT_DISABLE=1 (nothing rotated)";
+      if (setting.keys || setting.values) return "quantized K and V rotated (llama.cpp's default)";
+      return "nothing rotated (head_dim not a multiple of 64)";
+    case EngineRotation::kSwitchPerSide:
+      if (setting.keys && setting.values) return "-khad -vhad";
+      if (setting.keys) return "-khad";
+      if (setting.values) return "-vhad";
+      return "no -khad/-vhad";
+  }
+  return "";
+}
+
+bool setting_stores(const EngineSpec& engine, const RotationSetting& setting, int head_dim,
+                    bool keys, const Format& f) {
+  if (!engine_stores(engine, f)) return false;
+  if (engine.rotation == EngineRotation::kNone || f.family() == FormatFamily::kPlain) {
+    // 16-bit caches: llama.cpp never rotates them; ik_llama.cpp's rotation of one is
+    // orthogonal, its f16 rounding of the same size, so it is taken as the same format.
+    return true;
+  }
+  const bool rotated = keys ? setting.keys : setting.values;
+  if (engine_cache_type(f) != f) return rotated && rotation_is_whole_row(engine, head_dim, keys);
+  return !rotated;
+}
+
+bool setting_stores(const EngineSpec& engine, const RotationSetting& setting, int head_dim,
+                    const KvPair& pair) {
+  return setting_stores(engine, setting, head_dim, true, pair.key) &&
+         setting_stores(engine, setting, head_dim, false, pair.value) && layer_takes(engine, pair);
+}
+
+std::optional<RotationSetting> setting_for(const EngineSpec& engine, const KvPair& pair,
+                                           int head_dim) {
+  for (const RotationSetting& s : rotation_settings(engine, head_dim)) {
+    if (setting_stores(engine, s, head_dim, pair)) return s;
+  }
+  return std::nullopt;
+}
+
+bool engine_stores(const EngineSpec& engine, const KvPair& pair, int head_dim) {
+  return setting_for(engine, pair, head_dim).has_value();
+}
+
+bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_layers, int head_dim) {
+  if (!engine_stores(engine, pair, head_dim)) return false;
   return engine_boundary_layers(engine, n_layers).empty() ||
          (is_model_dtype(pair.key) && is_model_dtype(pair.value));
 }

@@ -5,15 +5,17 @@
 //
 //   const EngineSpec& e = engine_spec(parse_engine("ik-llamacpp"));
 //   e.granularity;                      // kFirstLastN: -ctk/-ctv plus first-N / last-M types
-//   engine_stores(e, KvPair::parse("q8_0/q4_0"));  // true
+//   engine_stores(e, KvPair::parse("q8_0/q4_0"), 64);  // true (ik_llama.cpp without -khad/-vhad)
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "formats/kv_geometry.h"
 #include "formats/kv_pair.h"
 
 namespace kvplan {
@@ -36,6 +38,29 @@ enum class LayerGranularity {
   kFirstLastN,  // -ctk/-ctv, then other types for the first N and last M layers (ik_llama.cpp)
   kSkipList,    // one quantized dtype, and a list of layers kept at the model's dtype (vLLM)
   kRanges,      // layer ranges, each with one dtype ("0-3:fp8,4-35:nvfp4", TensorRT-LLM)
+};
+
+// How an engine rotates K/V rows (a normalized Walsh-Hadamard transform, Q rotated alike) before
+// storing them: it decides whether a cache type holds kvplan's plain format or its *_had one.
+// docs/engine-kv-formats.md sections 5 and 6.
+enum class EngineRotation {
+  kNone,
+  // llama.cpp since PR #21038: every quantized K and V rotated when head_dim % 64 == 0 (K in
+  // blocks of the largest power of two dividing head_dim, V in blocks of 64); the environment
+  // variable LLAMA_ATTN_ROT_DISABLE turns both off.
+  kQuantizedByDefault,
+  // ik_llama.cpp: -khad rotates every layer's K, -vhad every layer's V, in blocks of the head
+  // size when it is a power of two.
+  kSwitchPerSide,
+};
+
+// Which sides one run of an engine stores rotated.
+struct RotationSetting {
+  bool keys = false;
+  bool values = false;
+  bool disabled_by_environment = false;  // llama.cpp run with LLAMA_ATTN_ROT_DISABLE=1
+
+  bool operator==(const RotationSetting&) const = default;
 };
 
 // A K/V pair an engine takes only as a whole, under a name of its own (vLLM's TurboQuant presets).
@@ -61,6 +86,7 @@ struct EngineSpec {
   // The first and last N layers (N at most half the layers) stay at the model's dtype whatever
   // the configuration says (vLLM TurboQuant's boundary layers).
   int boundary_layers = 0;
+  EngineRotation rotation = EngineRotation::kNone;
 };
 
 std::span<const EngineSpec> all_engines();
@@ -73,15 +99,46 @@ std::string engine_names();
 // f16 or bf16: what an engine that keeps layers at "the model's dtype" stores them in.
 bool is_model_dtype(const Format& f);
 
-// True when the engine stores `f` (for keys or values).
-bool engine_stores(const EngineSpec& engine, const Format& f);
-// True when one layer of the engine can hold this pair (both formats stored, and one dtype when
-// the engine takes one per layer). Says nothing about the layer structure (granularity).
-bool engine_stores(const EngineSpec& engine, const KvPair& pair);
+// The head_dim of every layer, or 0 when layers differ (rotation is then taken as unmodelled).
+int common_head_dim(const KvGeometry& geometry);
 
-// True when the engine runs `pair` on every one of n_layers layers (its boundary layers allow only
-// the model's dtype).
-bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_layers);
+// True when the engine stores `f` (for keys or values) at some head_dim: a *_had format when the
+// engine rotates and stores its plain twin.
+bool engine_stores(const EngineSpec& engine, const Format& f);
+
+// The rotation settings the engine runs at head_dim, the one it takes with no extra flag or
+// environment first: llama.cpp at head_dim % 64 == 0 {rotated, LLAMA_ATTN_ROT_DISABLE=1};
+// ik_llama.cpp at a power-of-two head_dim {none, -khad, -vhad, -khad -vhad}; otherwise {none}.
+std::vector<RotationSetting> rotation_settings(const EngineSpec& engine, int head_dim);
+// "-khad -vhad", "K and V rotated (llama.cpp's default)", "LLAMA_ATTN_ROT_DISABLE=1", or "" for
+// an engine that does not rotate.
+std::string rotation_words(const EngineSpec& engine, const RotationSetting& setting);
+
+// True when the engine, run with `setting` at head_dim, stores `f` on keys (else values): the
+// rotated side holds *_had formats where the engine's rotation is kvplan's whole-row one, and no
+// plain quantized format; 16-bit formats either way.
+bool setting_stores(const EngineSpec& engine, const RotationSetting& setting, int head_dim,
+                    bool keys, const Format& f);
+// Both sides stored under `setting`, and the pair one layer of the engine takes (one dtype per
+// layer, its presets). Says nothing about the layer structure (granularity).
+bool setting_stores(const EngineSpec& engine, const RotationSetting& setting, int head_dim,
+                    const KvPair& pair);
+// The first setting (rotation_settings order) under which the engine stores `pair` at head_dim.
+std::optional<RotationSetting> setting_for(const EngineSpec& engine, const KvPair& pair,
+                                           int head_dim);
+// True when some setting stores `pair` at head_dim.
+bool engine_stores(const EngineSpec& engine, const KvPair& pair, int head_dim);
+
+// True when the engine runs `pair` on every one of n_layers layers of head_dim (its boundary
+// layers allow only the model's dtype).
+bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_layers, int head_dim);
+
+// The cache type an engine is given for `f`: q8_0 for q8_0_had (the engine rotates it itself),
+// `f` otherwise.
+Format engine_cache_type(const Format& f);
+// q8_0_had for q8_0: what a rotating engine stores the cache type as; nullopt where kvplan packs
+// no rotated twin (q4_1, q5_0, ...).
+std::optional<Format> rotated_twin(const Format& f);
 
 // "vLLM TurboQuant keeps layers 0, 1, 28, 29 at the model's dtype", or "" for an engine without
 // boundary layers: the note a budget no plan meets gets.

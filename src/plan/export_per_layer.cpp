@@ -3,6 +3,8 @@
 // refuses a plan an engine cannot express any part of. Grammars: docs/engine-kv-formats.md
 // sections 5, 7 and 8.
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -97,8 +99,12 @@ FirstLastN first_last_n(const std::vector<Format>& t) {
 
 std::string first_last_flags(const char* flag, const FirstLastN& s) {
   std::string out;
-  if (s.n_first > 0) out += fmt::format(" -{}-first {},{}", flag, s.first.name(), s.n_first);
-  if (s.n_last > 0) out += fmt::format(" -{}-last {},{}", flag, s.last.name(), s.n_last);
+  if (s.n_first > 0) {
+    out += fmt::format(" -{}-first {},{}", flag, engine_cache_type(s.first).name(), s.n_first);
+  }
+  if (s.n_last > 0) {
+    out += fmt::format(" -{}-last {},{}", flag, engine_cache_type(s.last).name(), s.n_last);
+  }
   return out;
 }
 
@@ -137,7 +143,14 @@ bool packs_row(const Format& f, int head_dim) {
 
 Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim,
                              const std::vector<UniformBaseline>& measured) {
-  if (engine_stores(engine, f)) return f;
+  return nearest_stored_format(engine, f, head_dim, measured,
+                               [&](const Format& c) { return engine_stores(engine, c); });
+}
+
+Format nearest_stored_format(const EngineSpec& engine, const Format& f, int head_dim,
+                             const std::vector<UniformBaseline>& measured,
+                             const std::function<bool(const Format&)>& stored) {
+  if (stored(f)) return f;
   // Rank: the fewest bits at or above the plan's (else the most there are), the plan's family,
   // the lower mean KL the plan measured for the format as a uniform pair, catalogue order.
   const auto kl_of = [&](const Format& c) {
@@ -154,7 +167,7 @@ Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head
   };
   std::optional<Format> best;
   for (const Format& c : engine_formats(engine)) {
-    if (c.id() == FormatId::kF32 || !packs_row(c, head_dim)) continue;
+    if (c.id() == FormatId::kF32 || !stored(c) || !packs_row(c, head_dim)) continue;
     if (!best || rank(c) < rank(*best)) best = c;
   }
   if (!best) {
@@ -166,13 +179,31 @@ Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head
 
 PlanExport export_ik_llamacpp(const Plan& plan) {
   const EngineSpec& ik = engine_spec(EngineId::kIkLlamaCpp);
+  const int common = common_head_dim(plan.model.geometry);
   PlanExport e;
+  // -khad/-vhad rotate a side on every layer: each side takes the setting that keeps the most of
+  // its planned types (no flag on a tie), and the other layers the nearest type it stores.
   std::vector<Format> keys, values;
-  for (size_t i = 0; i < plan.layers.size(); ++i) {
-    const int head_dim = plan.model.geometry.layers.at(i).head_dim;
-    const std::vector<UniformBaseline>& measured = plan.results.baselines;
-    keys.push_back(nearest_engine_format(ik, plan.layers[i].pair.key, head_dim, measured));
-    values.push_back(nearest_engine_format(ik, plan.layers[i].pair.value, head_dim, measured));
+  RotationSetting setting;
+  size_t least_changed = SIZE_MAX;
+  for (const RotationSetting& s : rotation_settings(ik, common)) {
+    std::vector<Format> k, v;
+    size_t changed = 0;
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      const int head_dim = plan.model.geometry.layers.at(i).head_dim;
+      const std::vector<UniformBaseline>& measured = plan.results.baselines;
+      const KvPair& planned = plan.layers[i].pair;
+      k.push_back(nearest_stored_format(ik, planned.key, head_dim, measured, [&](const Format& c) {
+        return setting_stores(ik, s, common, true, c);
+      }));
+      v.push_back(nearest_stored_format(
+          ik, planned.value, head_dim, measured,
+          [&](const Format& c) { return setting_stores(ik, s, common, false, c); }));
+      changed += (k.back() != planned.key) + (v.back() != planned.value);
+    }
+    if (changed < least_changed) {
+      least_changed = changed, setting = s, keys = std::move(k), values = std::move(v);
+    }
   }
   const FirstLastN k = first_last_n(keys), v = first_last_n(values);
   const int n = static_cast<int>(plan.layers.size());
@@ -188,8 +219,21 @@ PlanExport export_ik_llamacpp(const Plan& plan) {
     note_side_loss(e, ik, l.index, "value", l.pair.value, vt, between);
     quantized_v = quantized_v || vt.family() != FormatFamily::kPlain;
   }
-  e.text = fmt::format("-ctk {} -ctv {}{}{}", k.middle.name(), v.middle.name(),
-                       first_last_flags("ctk", k), first_last_flags("ctv", v));
+  e.text = fmt::format("-ctk {} -ctv {}{}{}", engine_cache_type(k.middle).name(),
+                       engine_cache_type(v.middle).name(), first_last_flags("ctk", k),
+                       first_last_flags("ctv", v));
+  if (setting.keys) e.text += " -khad";
+  if (setting.values) e.text += " -vhad";
+  if (setting.keys || setting.values) {
+    e.notes.push_back(fmt::format(
+        "{} rotate{} every layer's {} (a Hadamard transform of the head's row before it is "
+        "stored: kvplan's *_had formats); a 16-bit side under it is rotated too, which changes "
+        "nothing but f16 rounding",
+        rotation_words(ik, setting), setting.keys && setting.values ? "" : "s",
+        setting.keys && setting.values ? "K and V"
+        : setting.keys                 ? "K"
+                                       : "V"));
+  }
   if (quantized_v) {
     e.text += " -fa";
     e.notes.push_back("a quantized V cache needs flash attention (-fa)");

@@ -14,11 +14,6 @@
 namespace kvplan {
 namespace {
 
-// The KV cache types llama.cpp's -ctk/-ctv accept (under kvplan's names, which are llama.cpp's).
-bool llamacpp_type(const Format& f) {
-  return engine_stores(engine_spec(EngineId::kLlamaCpp), f);
-}
-
 std::optional<double> uniform_bytes(const Plan& plan, const KvPair& pair) {
   QuantSettings s = plan.quantization;
   s.mode = QuantMode::kPerToken;  // llama.cpp and vLLM quantize per token
@@ -43,7 +38,27 @@ double engine_byte_limit(const Plan& plan) {
   return limit;
 }
 
+// What `-ctk K -ctv V` stores on a llama.cpp that rotates by default: the rotated twins at a
+// head_dim it rotates (nullopt where a quantized side has no twin kvplan packs, or the rotation is
+// not kvplan's), the pair itself where nothing is rotated.
+std::optional<KvPair> llamacpp_default_storage(const KvPair& pair, int head_dim) {
+  const EngineSpec& llama = engine_spec(EngineId::kLlamaCpp);
+  const RotationSetting by_default = rotation_settings(llama, head_dim).front();
+  const auto stored_as = [&](const Format& f, bool rotated) -> std::optional<Format> {
+    if (!rotated || f.family() == FormatFamily::kPlain) return f;
+    return rotated_twin(f);
+  };
+  const std::optional<Format> k = stored_as(pair.key, by_default.keys),
+                              v = stored_as(pair.value, by_default.values);
+  if (!k || !v || !setting_stores(llama, by_default, head_dim, KvPair{*k, *v})) {
+    return std::nullopt;
+  }
+  return KvPair{*k, *v};
+}
+
 PlanExport export_llamacpp(const Plan& plan) {
+  const EngineSpec& llama = engine_spec(EngineId::kLlamaCpp);
+  const int head_dim = common_head_dim(plan.model.geometry);
   PlanExport e;
   const double plan_bytes = engine_byte_limit(plan);
   // 1. The best measured baseline that llama.cpp can run within the plan's budget.
@@ -51,7 +66,7 @@ PlanExport export_llamacpp(const Plan& plan) {
   double best_kl = 0;
   for (const UniformBaseline& b : plan.results.baselines) {
     const KvPair pair = KvPair::parse(b.kv);
-    if (!llamacpp_type(pair.key) || !llamacpp_type(pair.value) || !b.mean_kl) continue;
+    if (!engine_stores(llama, pair, head_dim) || !b.mean_kl) continue;
     const auto bytes = uniform_bytes(plan, pair);
     if (!bytes || *bytes > plan_bytes * (1 + 1e-9)) continue;
     const double kl = *b.mean_kl;
@@ -68,13 +83,14 @@ PlanExport export_llamacpp(const Plan& plan) {
         plan.results.quality.mean_kl ? fmt::format("{:.6f}", *plan.results.quality.mean_kl)
                                      : "nothing"));
   } else {
-    // 2. Unmeasured: the largest llama.cpp pair that fits.
+    // 2. Unmeasured: the largest llama.cpp pair that fits, as llama.cpp stores it by default.
     const char* order[] = {"f16/f16",   "q8_0/q8_0", "q8_0/q5_1",    "q8_0/q5_0",
                            "q8_0/q4_1", "q8_0/q4_0", "q5_1/q5_1",    "q5_0/q5_0",
                            "q4_1/q4_1", "q4_0/q4_0", "iq4_nl/iq4_nl"};
     double best_bytes = -1;
     for (const char* name : order) {
-      const KvPair pair = KvPair::parse(name);
+      const KvPair pair =
+          llamacpp_default_storage(KvPair::parse(name), head_dim).value_or(KvPair::parse(name));
       const auto bytes = uniform_bytes(plan, pair);
       if (bytes && *bytes <= plan_bytes * (1 + 1e-9) && *bytes > best_bytes) {
         best = pair;
@@ -92,10 +108,29 @@ PlanExport export_llamacpp(const Plan& plan) {
                     "per token ({:.0f}); not measured on the model",
                     best->name(), plan_bytes, best_bytes));
   }
-  e.text = fmt::format("-ctk {} -ctv {}", best->key.name(), best->value.name());
+  const RotationSetting setting = setting_for(llama, *best, head_dim).value();
+  e.text = fmt::format("-ctk {} -ctv {}", engine_cache_type(best->key).name(),
+                       engine_cache_type(best->value).name());
   if (best->value.family() == FormatFamily::kGgml) {
     e.text += " -fa on";
     e.notes.push_back("llama.cpp needs flash attention (-fa on) for a quantized V cache");
+  }
+  if (setting.disabled_by_environment) {
+    e.text = "export LLAMA_ATTN_ROT_DISABLE=1\n" + e.text;
+    e.notes.push_back(fmt::format(
+        "LLAMA_ATTN_ROT_DISABLE=1 in llama.cpp's environment keeps {} unrotated, as measured; "
+        "without it llama.cpp (since PR #21038, 2026-04) rotates quantized K and V at head_dim "
+        "{} and stores {}",
+        best->name(), head_dim,
+        llamacpp_default_storage(*best, head_dim)
+            ? llamacpp_default_storage(*best, head_dim)->name()
+            : std::string("a rotated format kvplan does not pack")));
+  } else if (setting.keys || setting.values) {
+    e.notes.push_back(fmt::format(
+        "llama.cpp (since PR #21038, 2026-04) rotates quantized K and V at head_dim % 64 == 0 by "
+        "itself: these flags store {}, as measured; a build before that PR, or one run with "
+        "LLAMA_ATTN_ROT_DISABLE set, stores {} unrotated",
+        best->name(), KvPair{engine_cache_type(best->key), engine_cache_type(best->value)}.name()));
   }
   e.notes.push_back(
       "llama.cpp applies one K type and one V type to every layer: the plan's "

@@ -9,6 +9,7 @@
 //   e.exact();  // true only when nothing is lost
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,9 @@ struct PlanExport {
 std::vector<std::string> describe_losses(const std::vector<ExportLoss>& losses);
 
 // llama.cpp (-ctk/-ctv): the best measured global pair of llama.cpp cache types within the plan's
-// memory (from the plan's baselines), else the largest that is no bigger than the plan.
+// memory (from the plan's baselines), else the largest that is no bigger than the plan. A pair of
+// rotated formats (q8_0_had/q4_0_had) is what llama.cpp stores by default at head_dim % 64 == 0;
+// an unrotated quantized pair there gets a first line "export LLAMA_ATTN_ROT_DISABLE=1".
 PlanExport export_llamacpp(const Plan& plan);
 
 // vLLM (--kv-cache-dtype, --kv-cache-dtype-skip-layers): one dtype for K and V of every layer,
@@ -61,8 +64,10 @@ PlanExport export_vllm(const Plan& plan);
 PlanExport export_kvtuner_yaml(const Plan& plan);
 
 // ik_llama.cpp: -ctk/-ctv for most layers and -ctk-first/-ctk-last/-ctv-first/-ctv-last TYPE,N
-// for the first N and last M layers (PR #1599). A side's layers between its first and last runs
-// that differ take the widest type among them; formats ik_llama.cpp lacks take the nearest one.
+// for the first N and last M layers (PR #1599), -khad/-vhad where a side's layers are rotated
+// (*_had). A side's layers between its first and last runs that differ take the widest type among
+// them; formats ik_llama.cpp lacks, or that the side's rotation setting does not store, take the
+// nearest one.
 PlanExport export_ik_llamacpp(const Plan& plan);
 
 // vLLM TurboQuant: --kv-cache-dtype turboquant_* (one K/V preset for every quantized layer) and
@@ -84,6 +89,10 @@ PlanExport export_modelopt(const Plan& plan);
 // Throws Error(kUnimplemented) when none does.
 Format nearest_engine_format(const EngineSpec& engine, const Format& f, int head_dim,
                              const std::vector<UniformBaseline>& measured = {});
+// The same among the engine's formats `stored` accepts (a rotation setting's side).
+Format nearest_stored_format(const EngineSpec& engine, const Format& f, int head_dim,
+                             const std::vector<UniformBaseline>& measured,
+                             const std::function<bool(const Format&)>& stored);
 
 // The export for an engine (hf: KVTuner's YAML). Throws Error(kInvalidArgument) when the engine
 // stores none of the plan's formats, naming them and the `--engine` search that gives a plan it

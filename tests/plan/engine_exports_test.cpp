@@ -1,9 +1,10 @@
 // Each engine's export checked against the grammar the engine documents. The flag names and value
 // sets are written here with their sources (docs/engine-kv-formats.md quotes them):
 // - llama.cpp: -ctk/-ctv TYPE, TYPE from kv_cache_types in common/arg.cpp; -fa on for a
-//   quantized V (src/llama-context.cpp);
+//   quantized V (src/llama-context.cpp); the environment variable LLAMA_ATTN_ROT_DISABLE (any
+//   value) turns off its K/V rotation (PR #21038, src/llama-kv-cache.cpp);
 // - ik_llama.cpp: -ctk-first/-ctk-last/-ctv-first/-ctv-last TYPE,N (PR #1599), TYPE from
-//   llama-bench's ggml_type_from_name; -fa is a switch there;
+//   llama-bench's ggml_type_from_name; -fa, -khad and -vhad are switches (common/common.cpp);
 // - vLLM: --kv-cache-dtype from CacheDType (vllm/config/cache.py), --kv-cache-dtype-skip-layers
 //   with space-separated layer indices (argparse nargs="+", docs "Quantized KV Cache");
 // - vLLM TurboQuant: --kv-cache-dtype turboquant_{k8v4,4bit_nc,k3v4_nc,3bit_nc} (TQ_PRESETS in
@@ -181,8 +182,44 @@ TEST(EngineExports, VllmAndLlamaCppTextsFollowTheirGrammars) {
   Plan p = plan_with({"q8_0/q4_0", "q8_0/q4_0"});
   p.results.baselines.push_back({.kv = "q8_0/q4_0", .mean_kl = 0.01});
   const PlanExport l = export_llamacpp(p);
-  EXPECT_TRUE(matches(l.text, "-ctk " + kLlamaTypes + " -ctv " + kLlamaTypes + "( -fa on)?"))
+  EXPECT_TRUE(matches(l.text, "(export LLAMA_ATTN_ROT_DISABLE=1\n)?-ctk " + kLlamaTypes + " -ctv " +
+                                  kLlamaTypes + "( -fa on)?"))
       << l.text;
+  Plan rotated = plan_with({"q8_0_had/q4_0_had", "q8_0_had/q4_0_had"});
+  rotated.results.baselines.push_back({.kv = "q8_0_had/q4_0_had", .mean_kl = 0.01});
+  const PlanExport r = export_llamacpp(rotated);
+  EXPECT_TRUE(matches(r.text, "-ctk " + kLlamaTypes + " -ctv " + kLlamaTypes + "( -fa on)?"))
+      << r.text;
+  EXPECT_TRUE(r.exact());
+}
+
+// -khad/-vhad rotate one side on every layer: a side's rotated types are given as their plain
+// cache types with the switch, and a side mixing rotated and unrotated quantized types takes the
+// setting that keeps most of it.
+TEST(EngineExports, IkLlamaCppSwitchesRotationPerSide) {
+  const PlanExport keys = export_ik_llamacpp(
+      plan_with({"q8_0_had/q8_0", "q4_0_had/q4_0", "q4_0_had/q4_0", "q4_0_had/q4_0"}));
+  EXPECT_EQ(keys.text, "-ctk q4_0 -ctv q4_0 -ctk-first q8_0,1 -ctv-first q8_0,1 -khad -fa");
+  EXPECT_TRUE(keys.exact());
+  EXPECT_TRUE(matches(keys.text, "-ctk " + kIkTypes + " -ctv " + kIkTypes +
+                                     "( -ct[kv]-(first|last) " + kIkTypes +
+                                     ",[0-9]+)*( -khad)?( -vhad)?( -fa)?"))
+      << keys.text;
+  EXPECT_EQ(export_ik_llamacpp(plan_with({"f16/iq4_nl_had", "f16/iq4_nl_had"})).text,
+            "-ctk f16 -ctv iq4_nl -vhad -fa");
+  EXPECT_EQ(export_ik_llamacpp(plan_with({"iq4_nl_had/iq4_nl_had"})).text,
+            "-ctk iq4_nl -ctv iq4_nl -khad -vhad -fa");
+  // Keys: three layers rotated, one not: -khad, and the unrotated layer takes q4_0's twin.
+  const PlanExport mixed =
+      export_ik_llamacpp(plan_with({"q4_0_had/f16", "q4_0_had/f16", "q4_0/f16", "q4_0_had/f16"}));
+  EXPECT_EQ(mixed.text, "-ctk q4_0 -ctv f16 -khad");
+  ASSERT_EQ(mixed.losses.size(), 1u);
+  EXPECT_EQ(mixed.losses[0].layer, 2);
+  EXPECT_EQ(mixed.losses[0].exported, "q4_0_had");
+  // head_dim 96 is not rotated whole by ik_llama.cpp: rotated types map to plain ones.
+  const PlanExport odd = export_ik_llamacpp(plan_with({"q8_0_had/q8_0_had"}, 96));
+  EXPECT_EQ(odd.text, "-ctk q8_0 -ctv q8_0 -fa");
+  EXPECT_EQ(odd.losses.size(), 2u);
 }
 
 TEST(EngineExports, VllmTurboquantTakesOnePresetAndSkipsItsBoundaryLayers) {

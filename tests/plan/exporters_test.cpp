@@ -140,8 +140,8 @@ TEST(Exporters, LlamaCppPicksTheBestMeasuredPairThatFits) {
   }
   const PlanExport e = export_llamacpp(p);
   // Plan: per head (80+80)... q8_0/q8_0 (136+... at head_dim 64: 68+68) exceeds it, q8_0/q4_0 does
-  // not.
-  EXPECT_EQ(e.text, "-ctk q8_0 -ctv q4_0 -fa on");
+  // not. Unrotated at head_dim 64: llama.cpp must be told not to rotate.
+  EXPECT_EQ(e.text, "export LLAMA_ATTN_ROT_DISABLE=1\n-ctk q8_0 -ctv q4_0 -fa on");
   EXPECT_FALSE(e.exact());
   // Every layer's K and V differ from the one pair llama.cpp applies.
   EXPECT_EQ(e.losses.size(), 8u);
@@ -151,6 +151,42 @@ TEST(Exporters, LlamaCppPicksTheBestMeasuredPairThatFits) {
                 {3, "value", "int2", "q4_0", "llama.cpp applies one -ctv type to every layer"}}));
   // head_dim 8: no llama.cpp type can hold the rows.
   EXPECT_THROW((void)export_llamacpp(plan_with({"KV4", "KV4"}, 8)), Error);
+}
+
+// llama.cpp rotates quantized K and V by itself at head_dim % 64 == 0 (PR #21038): a measured
+// rotated pair is given as its plain cache types, with nothing else; an unrotated pair needs
+// LLAMA_ATTN_ROT_DISABLE=1; where nothing is rotated, neither is needed.
+TEST(Exporters, LlamaCppGivesRotatedPairsAsItsDefaultAndUnrotatedOnesTheEnvironment) {
+  Plan p = plan_with({"K8V4", "K8V4", "KV8", "K4V2"});
+  for (const auto& [kv, kl] : {std::pair{"q8_0/q4_0", 0.010}, std::pair{"q8_0_had/q4_0_had", 0.004},
+                               std::pair{"q8_0_had/q4_0", 0.001}}) {  // the last: not runnable
+    p.results.baselines.push_back({.kv = kv, .mean_kl = kl});
+  }
+  const PlanExport rotated = export_llamacpp(p);
+  EXPECT_EQ(rotated.text, "-ctk q8_0 -ctv q4_0 -fa on");
+  EXPECT_EQ(rotated.runs.front(), KvPair::parse("q8_0_had/q4_0_had"));
+  bool says_rotated = false;
+  for (const std::string& n : rotated.notes)
+    says_rotated = says_rotated || n.find("PR #21038") != std::string::npos;
+  EXPECT_TRUE(says_rotated);
+  // head_dim 128: V is rotated in blocks of 64, which kvplan does not pack: the unrotated pair.
+  Plan wide = p;
+  wide.model.geometry = KvGeometry::uniform("m", 4, 1, 128);
+  const PlanExport unrotated = export_llamacpp(wide);
+  EXPECT_EQ(unrotated.text, "export LLAMA_ATTN_ROT_DISABLE=1\n-ctk q8_0 -ctv q4_0 -fa on");
+  EXPECT_EQ(unrotated.runs.front(), KvPair::parse("q8_0/q4_0"));
+  // head_dim 32: llama.cpp rotates nothing.
+  Plan narrow = plan_with({"K8V4", "K8V4"}, 32);
+  narrow.results.baselines = {{.kv = "q8_0/q4_0", .mean_kl = 0.01}};
+  EXPECT_EQ(export_llamacpp(narrow).text, "-ctk q8_0 -ctv q4_0 -fa on");
+  // Unmeasured at head_dim 64: the largest pair that fits, as llama.cpp stores it by default
+  // (q8_0 rotated), or unrotated where kvplan packs no rotated twin (q4_1).
+  const PlanExport unmeasured = export_llamacpp(plan_with({"KV8", "KV8"}));
+  EXPECT_EQ(unmeasured.text, "-ctk q8_0 -ctv q8_0 -fa on");
+  EXPECT_EQ(unmeasured.runs.front(), KvPair::parse("q8_0_had/q8_0_had"));
+  const PlanExport no_twin = export_llamacpp(plan_with({"K8V4", "K8V4", "KV8", "K4V2"}));
+  EXPECT_EQ(no_twin.text, "export LLAMA_ATTN_ROT_DISABLE=1\n-ctk q8_0 -ctv q4_1 -fa on");
+  EXPECT_EQ(no_twin.runs.front(), KvPair::parse("q8_0/q4_1"));
 }
 
 TEST(Exporters, VllmExpressesFp8AndSkippedLayersOnly) {

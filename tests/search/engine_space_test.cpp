@@ -14,6 +14,10 @@
 namespace kvplan::search {
 namespace {
 
+// A head_dim neither llama.cpp nor ik_llama.cpp rotates at (not a multiple of 64, not a power of
+// two), for the tests of layer structure.
+constexpr int kNoRotation = 96;
+
 // Every key x value pair of `formats`, with errors key_scale[l] * 2^-bits for keys and
 // value_scale[l] * 2^-bits for values; 16 B per side-bit (2 heads of 64 values).
 std::vector<LayerCandidates> side_scaled_layers(const std::vector<double>& key_scale,
@@ -56,11 +60,12 @@ TEST(EngineSpace, EveryChoiceIsAPairTheEngineStores) {
   const auto layers = catalogue_layers({1, 2, 0.5, 1, 3, 1});
   for (const EngineSpec& engine : all_engines()) {
     if (!engine.not_packed.empty()) continue;
-    const EngineSpace s = engine_search_space(layers, engine, MemoryMeasure::kBytes, 6 * 1000.0);
+    const EngineSpace s =
+        engine_search_space(layers, engine, kNoRotation, MemoryMeasure::kBytes, 6 * 1000.0);
     for (const LayerGroup& g : s.space.groups) {
       ASSERT_FALSE(g.choices.empty()) << engine.name;
       for (const KvPair& p : g.choices) {
-        EXPECT_TRUE(engine_stores(engine, p)) << engine.name << " " << p.name();
+        EXPECT_TRUE(engine_stores(engine, p, kNoRotation)) << engine.name << " " << p.name();
         if (engine.one_dtype_per_layer) {
           EXPECT_EQ(p.key, p.value) << engine.name;
         }
@@ -77,7 +82,7 @@ TEST(EngineSpace, EveryChoiceIsAPairTheEngineStores) {
 
 TEST(EngineSpace, LlamaCppIsOneGroupOfEveryLayer) {
   const auto layers = catalogue_layers({1, 2, 0.5, 1});
-  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kLlamaCpp),
+  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kLlamaCpp), kNoRotation,
                                             MemoryMeasure::kBytes, 4 * 400.0);
   ASSERT_EQ(s.space.groups.size(), 1u);
   EXPECT_EQ(s.space.groups[0].layers, (std::vector<int>{0, 1, 2, 3}));
@@ -94,7 +99,7 @@ TEST(EngineSpace, LlamaCppIsOneGroupOfEveryLayer) {
 TEST(EngineSpace, IkLlamaCppSetsTheSensitiveFirstAndLastLayersApart) {
   const auto layers = catalogue_layers({40, 1, 1, 1, 1, 1, 1, 40});
   const double q4 = bytes_of(KvPair::parse("q4_0/q4_0")), q8 = bytes_of(KvPair::parse("q8_0/q8_0"));
-  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp),
+  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp), kNoRotation,
                                             MemoryMeasure::kBytes, 6 * q4 + 2 * q8);
   ASSERT_EQ(s.space.groups.size(), 6u) << s.structure;
   for (size_t g = 0; g < 6; ++g) {
@@ -129,7 +134,7 @@ TEST(EngineSpace, IkLlamaCppSetsKeysAndValuesApartWhereEachSideNeedsIt) {
   const auto layers = side_scaled_layers(keys, values, {"q8_0", "q4_0"});
   // Uniform q4_0 (4 nominal bits a side), and 4 more bits for the six sensitive sides.
   const double budget = 8 * 16 * 8.0 + 6 * 16 * 4.0;
-  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp),
+  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp), kNoRotation,
                                             MemoryMeasure::kBytes, budget);
   EXPECT_EQ(s.structure,
             "keys: first 2 (layers 0-1), layers 2-5 alike, last 2 (layers 6-7); values: first 1 "
@@ -147,8 +152,8 @@ TEST(EngineSpace, IkLlamaCppSetsKeysAndValuesApartWhereEachSideNeedsIt) {
   // N and M, and the best within the budget is far worse.
   auto joint = layers;
   joint[3].candidates[0].error += 1e-6;
-  const EngineSpace shared =
-      engine_search_space(joint, engine_spec(EngineId::kIkLlamaCpp), MemoryMeasure::kBytes, budget);
+  const EngineSpace shared = engine_search_space(joint, engine_spec(EngineId::kIkLlamaCpp),
+                                                 kNoRotation, MemoryMeasure::kBytes, budget);
   EXPECT_NE(shared.structure.find("the same N and M for keys and values"), std::string::npos)
       << shared.structure;
   EXPECT_GT(best_error_within_budget(shared.space), 3 * best.predicted_error);
@@ -177,7 +182,7 @@ TEST(EngineSpace, IkLlamaCppNamesTheSimplestStructureAmongEqualPlans) {
   std::vector<double> keys(30), values(30);
   for (size_t l = 0; l < 30; ++l) keys[l] = scale(rng), values[l] = scale(rng);
   const auto layers = side_scaled_layers(keys, values, {"q8_0", "q4_0"});
-  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp),
+  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp), kNoRotation,
                                             MemoryMeasure::kBytes, 30 * 16 * 8.0);
   EXPECT_EQ(s.structure, "keys and values each: layers 0-29 alike");
   EXPECT_EQ(s.space.groups.size(), 2u);
@@ -226,7 +231,7 @@ TEST(EngineSpace, IkLlamaCppSplitStructuresMatchBruteForce) {
       }
     }
     const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp),
-                                              MemoryMeasure::kBytes, budget);
+                                              kNoRotation, MemoryMeasure::kBytes, budget);
     EXPECT_NEAR(best_error_within_budget(s.space), brute, 1e-12 * brute)
         << trial << " " << s.structure;
   }
@@ -237,7 +242,7 @@ TEST(EngineSpace, VllmTakesOneQuantizedDtypeAndTheModelsDtype) {
   const auto layers = catalogue_layers({1, 8, 1, 1});
   const double f16 = bytes_of(KvPair::parse("f16/f16")),
                fp8 = bytes_of(KvPair::parse("fp8_e4m3/fp8_e4m3"));
-  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kVllm),
+  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kVllm), kNoRotation,
                                             MemoryMeasure::kBytes, 3 * fp8 + f16);
   std::set<std::string> quantized;
   for (const LayerGroup& g : s.space.groups) {
@@ -252,7 +257,8 @@ TEST(EngineSpace, VllmTakesOneQuantizedDtypeAndTheModelsDtype) {
 TEST(EngineSpace, AProfileWithoutTheEnginesFormatsIsRefusedNamingThem) {
   std::vector<LayerCandidates> layers = {{0, {{KvPair::parse("KV4"), 4, 64, 1.0}}}};
   try {
-    (void)engine_search_space(layers, engine_spec(EngineId::kVllm), MemoryMeasure::kBytes, 1e9);
+    (void)engine_search_space(layers, engine_spec(EngineId::kVllm), kNoRotation,
+                              MemoryMeasure::kBytes, 1e9);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -261,8 +267,8 @@ TEST(EngineSpace, AProfileWithoutTheEnginesFormatsIsRefusedNamingThem) {
     EXPECT_NE(what.find("--formats f16,bf16,fp8_e4m3"), std::string::npos) << what;
   }
   try {
-    (void)engine_search_space(layers, engine_spec(EngineId::kVllmTurboquant), MemoryMeasure::kBytes,
-                              1e9);
+    (void)engine_search_space(layers, engine_spec(EngineId::kVllmTurboquant), kNoRotation,
+                              MemoryMeasure::kBytes, 1e9);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -280,7 +286,8 @@ TEST(EngineSpace, TurboquantTakesOnePresetAndKeepsItsBoundaryLayers) {
   const auto layers = catalogue_layers({1, 1, 4, 1, 1, 1, 1, 1});
   const EngineSpec& tq = engine_spec(EngineId::kVllmTurboquant);
   const double f16 = bytes_of(KvPair::parse("f16/f16"));
-  const EngineSpace s = engine_search_space(layers, tq, MemoryMeasure::kBytes, 5 * f16);
+  const EngineSpace s =
+      engine_search_space(layers, tq, kNoRotation, MemoryMeasure::kBytes, 5 * f16);
   EXPECT_EQ(s.structures_priced, 4u) << s.structure;  // the four presets
   EXPECT_NE(s.structure.find("one preset, turboquant_"), std::string::npos) << s.structure;
   EXPECT_NE(s.structure.find("layers 0, 1, 6, 7 at the model's dtype"), std::string::npos)
@@ -296,9 +303,77 @@ TEST(EngineSpace, TurboquantTakesOnePresetAndKeepsItsBoundaryLayers) {
   EXPECT_EQ(quantized.size(), 1u) << s.structure;
   // A budget below the boundary layers' own bytes: nothing fits, and the structure offered is the
   // one that takes the least (3bit_nc), so the budget error names the least TurboQuant can take.
-  const EngineSpace none = engine_search_space(layers, tq, MemoryMeasure::kBytes, 3.9 * f16);
+  const EngineSpace none =
+      engine_search_space(layers, tq, kNoRotation, MemoryMeasure::kBytes, 3.9 * f16);
   EXPECT_TRUE(std::isinf(best_error_within_budget(none.space)));
   EXPECT_NE(none.structure.find("turboquant_3bit_nc"), std::string::npos) << none.structure;
+}
+
+// llama.cpp at head_dim 64 rotates every quantized side by default (PR #21038), or nothing under
+// LLAMA_ATTN_ROT_DISABLE: each search space holds one of the two, never a rotated side beside an
+// unrotated quantized one, and the better within the budget is taken.
+TEST(EngineSpace, LlamaCppSearchesItsRotatedDefaultAndItsUnrotatedSettingApart) {
+  const std::vector<const char*> formats{"f16", "q8_0", "q4_0", "q4_1", "q8_0_had", "q4_0_had"};
+  // Rotation halves the error of q4_0 here (its nominal bits are the same: 4.5).
+  auto layers = catalogue_layers({1, 2, 0.5, 1}, formats);
+  const auto rotated = [](const Format& f) { return engine_cache_type(f) != f; };
+  for (LayerCandidates& l : layers) {
+    for (LayerCandidate& c : l.candidates) {
+      if (rotated(c.pair.key)) c.error *= 0.5;
+      if (rotated(c.pair.value)) c.error *= 0.5;
+    }
+  }
+  const double q4 = bytes_of(KvPair::parse("q4_0/q4_0"));
+  const EngineSpec& llama = engine_spec(EngineId::kLlamaCpp);
+  const EngineSpace s = engine_search_space(layers, llama, 64, MemoryMeasure::kBytes, 4 * q4);
+  EXPECT_EQ(s.rotation, (RotationSetting{true, true, false})) << s.structure;
+  EXPECT_NE(s.structure.find("llama.cpp's default"), std::string::npos) << s.structure;
+  EXPECT_EQ(s.structures_priced, 2u);
+  for (const KvPair& p : s.space.groups.at(0).choices) {
+    for (const Format& f : {p.key, p.value})
+      EXPECT_TRUE(rotated(f) || f.family() == FormatFamily::kPlain) << p.name();
+  }
+  // Unrotated is better: the other setting, named with its environment variable.
+  for (LayerCandidates& l : layers) {
+    for (LayerCandidate& c : l.candidates) {
+      if (rotated(c.pair.key)) c.error *= 8;
+      if (rotated(c.pair.value)) c.error *= 8;
+    }
+  }
+  const EngineSpace plain = engine_search_space(layers, llama, 64, MemoryMeasure::kBytes, 4 * q4);
+  EXPECT_TRUE(plain.rotation.disabled_by_environment) << plain.structure;
+  EXPECT_NE(plain.structure.find("LLAMA_ATTN_ROT_DISABLE=1"), std::string::npos);
+  for (const KvPair& p : plain.space.groups.at(0).choices)
+    EXPECT_FALSE(rotated(p.key) || rotated(p.value)) << p.name();
+  // head_dim 128: values are rotated in blocks of 64, which kvplan does not pack; a rotated
+  // setting keeps only 16-bit values.
+  const EngineSpace wide = engine_search_space(layers, llama, 128, MemoryMeasure::kBytes, 1e9);
+  for (const KvPair& p : wide.space.groups.at(0).choices) {
+    EXPECT_FALSE(rotated(p.value)) << p.name();
+    if (rotated(p.key)) {
+      EXPECT_EQ(p.value.family(), FormatFamily::kPlain) << p.name();
+    }
+  }
+}
+
+// ik_llama.cpp rotates keys and values on switches of their own: keys that gain from rotation
+// take -khad while values that lose by it stay unrotated.
+TEST(EngineSpace, IkLlamaCppRotatesEachSideWhereItPays) {
+  auto layers = side_scaled_layers({4, 4, 4, 4}, {1, 1, 1, 1}, {"q8_0", "q4_0", "q4_0_had"});
+  for (LayerCandidates& l : layers) {
+    for (LayerCandidate& c : l.candidates) {
+      if (c.pair.key.id() == FormatId::kQ4_0Had) c.error -= 4 * std::exp2(-4.5) * 0.6;
+      if (c.pair.value.id() == FormatId::kQ4_0Had) c.error += std::exp2(-4.5) * 0.6;
+    }
+  }
+  const double q4 = bytes_of(KvPair::parse("q4_0/q4_0"));
+  const EngineSpace s = engine_search_space(layers, engine_spec(EngineId::kIkLlamaCpp), 64,
+                                            MemoryMeasure::kBytes, 4 * q4);
+  EXPECT_EQ(s.rotation, (RotationSetting{true, false, false})) << s.structure;
+  EXPECT_NE(s.structure.find("; -khad"), std::string::npos) << s.structure;
+  EXPECT_EQ(s.structures_priced, 4u * 15u * 15u);  // 4 settings, N + M <= 4 for each side
+  const Assignment best = best_within_budget(s.space);
+  for (const KvPair& p : best.pairs) EXPECT_EQ(p.name(), "q4_0_had/q4_0");
 }
 
 }  // namespace
