@@ -10,6 +10,10 @@ namespace kvplan::search {
 
 SurrogateModel fit_surrogate(const std::vector<Validation>& validations, size_t n_layers,
                              const SurrogateFitOptions& options) {
+  if (!(options.weight_range >= 1)) {
+    fail(ErrorCode::kInvalidArgument, "surrogate weight range {} must be >= 1",
+         options.weight_range);
+  }
   SurrogateModel model{std::vector<double>(n_layers, 1.0), 0.0};
   if (validations.empty() || n_layers == 0) return model;
   const Eigen::Index n = static_cast<Eigen::Index>(n_layers);
@@ -47,7 +51,8 @@ SurrogateModel fit_surrogate(const std::vector<Validation>& validations, size_t 
   const Eigen::VectorXd b = e.transpose() * (y - e * prior);
   const Eigen::VectorXd d = a.ldlt().solve(b);
   for (Eigen::Index l = 0; l < n; ++l) {
-    model.weights[static_cast<size_t>(l)] = std::max(0.0, 1.0 + d(l));
+    model.weights[static_cast<size_t>(l)] =
+        std::clamp(1.0 + d(l), 1.0 / options.weight_range, options.weight_range);
   }
   if (options.interaction) model.interaction = std::max(0.0, d(n));
   return model;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+
 namespace kvplan::search {
 namespace {
 
@@ -44,11 +46,37 @@ TEST(Surrogate, FewValidationsStayNearThePriorAndNonNegative) {
     EXPECT_LT(x, 5.0);
   }
   const SurrogateModel negative = fit_surrogate({{{1.0, 0.0}, -5.0}}, 2);
-  for (double x : negative.weights) EXPECT_GE(x, 0.0);
+  for (double x : negative.weights) EXPECT_GE(x, 0.25);
   EXPECT_GE(negative.interaction, 0.0);
   const SurrogateModel none = fit_surrogate({}, 4);
   EXPECT_EQ(none.weights, std::vector<double>(4, 1.0));
   EXPECT_EQ(none.interaction, 0.0);
+}
+
+// Validations that all hold layer 0 at high precision while the additive sum overshoots what is
+// measured: an unbounded fit drives layer 0's weight to 0 (its low-precision error would then cost
+// nothing); the trust region keeps it within [1/r, r] of the layer's own measurement.
+TEST(Surrogate, WeightsStayWithinTheTrustRegion) {
+  std::vector<Validation> v;
+  for (int k = 0; k < 4; ++k) {
+    const double e0 = 0.010 + 0.001 * k;  // layer 0: high precision, still the largest error
+    v.push_back({{e0, 0.001, 0.002}, 0.0005 + 0.00005 * k});
+  }
+  const SurrogateFitOptions additive{.ridge = 1e-6, .interaction = false};
+  SurrogateFitOptions no_bound = additive;
+  no_bound.weight_range = 1e9;
+  const SurrogateModel unbounded = fit_surrogate(v, 3, no_bound);
+  EXPECT_LT(unbounded.weights[0], 0.05);
+  const SurrogateModel fitted = fit_surrogate(v, 3, additive);
+  for (double w : fitted.weights) {
+    EXPECT_GE(w, 0.25);
+    EXPECT_LE(w, 4.0);
+  }
+  EXPECT_DOUBLE_EQ(fitted.weights[0], 0.25);
+  // Layer 0 at its cheapest format (error 1.0): the unbounded fit calls it nearly free.
+  EXPECT_LT(predict(unbounded, {1.0, 0.001, 0.002}), 0.06);
+  EXPECT_GE(predict(fitted, {1.0, 0.001, 0.002}), 0.25);
+  EXPECT_THROW((void)fit_surrogate(v, 3, {.weight_range = 0.5}), Error);
 }
 
 }  // namespace
