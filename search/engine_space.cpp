@@ -61,29 +61,36 @@ LayerGroup span_group(const std::vector<LayerCandidates>& layers, size_t first, 
   return g;
 }
 
-// Among structures of one engine, the one with the least error within the budget; on a tie the
-// first, which callers list simplest first. When none fits, the one that takes the least memory,
-// so that the budget error names the least the engine can take.
-struct Priced {
-  SearchSpace space;
-  std::string structure;
-  double error = std::numeric_limits<double>::infinity();
-};
-
-EngineSpace pick(std::vector<Priced> options) {
-  if (options.empty()) fail(ErrorCode::kInternal, "no engine structure to price");
+// Among spaces of one engine, the index of the one with the least error within the budget; on a
+// tie the first, which callers list simplest first. When none fits, the one that takes the least
+// memory, so that the budget error names the least the engine can take.
+size_t best_space(const std::vector<const SearchSpace*>& spaces) {
+  if (spaces.empty()) fail(ErrorCode::kInternal, "no engine structure to price");
   size_t best = 0;
-  for (size_t i = 0; i < options.size(); ++i) {
-    options[i].error = best_error_within_budget(options[i].space);
-    if (error_clearly_less(options[i].error, options[best].error)) best = i;
+  std::vector<double> errors;
+  for (size_t i = 0; i < spaces.size(); ++i) {
+    errors.push_back(best_error_within_budget(*spaces[i]));
+    if (error_clearly_less(errors[i], errors[best])) best = i;
   }
-  if (std::isinf(options[best].error)) {
+  if (std::isinf(errors[best])) {
     double least = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < options.size(); ++i) {
-      const double m = minimum_memory(options[i].space, SearchTable::build(options[i].space));
+    for (size_t i = 0; i < spaces.size(); ++i) {
+      const double m = minimum_memory(*spaces[i], SearchTable::build(*spaces[i]));
       if (m < least) least = m, best = i;
     }
   }
+  return best;
+}
+
+struct Priced {
+  SearchSpace space;
+  std::string structure;
+};
+
+EngineSpace pick(std::vector<Priced> options) {
+  std::vector<const SearchSpace*> spaces;
+  for (const Priced& o : options) spaces.push_back(&o.space);
+  const size_t best = best_space(spaces);
   return {std::move(options[best].space),
           std::move(options[best].structure),
           false,
@@ -265,21 +272,13 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
          "(a side is rotated on every layer or on none)",
          engine.name, engine.display);
   }
-  size_t best = 0, priced = 0;
-  std::vector<double> errors;
-  for (size_t i = 0; i < options.size(); ++i) {
-    priced += options[i].structures_priced;
-    errors.push_back(best_error_within_budget(options[i].space));
-    if (error_clearly_less(errors[i], errors[best])) best = i;
+  size_t priced = 0;
+  std::vector<const SearchSpace*> spaces;
+  for (const EngineSpace& o : options) {
+    priced += o.structures_priced;
+    spaces.push_back(&o.space);
   }
-  if (std::isinf(errors[best])) {  // nothing fits: the setting that takes the least memory
-    double least = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < options.size(); ++i) {
-      const double m = minimum_memory(options[i].space, SearchTable::build(options[i].space));
-      if (m < least) least = m, best = i;
-    }
-  }
-  EngineSpace out = std::move(options[best]);
+  EngineSpace out = std::move(options[best_space(spaces)]);
   out.structures_priced = priced;
   return out;
 }

@@ -117,14 +117,14 @@ PlanExport export_llamacpp(const Plan& plan) {
   }
   if (setting.disabled_by_environment) {
     e.text = "export LLAMA_ATTN_ROT_DISABLE=1\n" + e.text;
+    const std::optional<KvPair> by_default = llamacpp_default_storage(*best, head_dim);
     e.notes.push_back(fmt::format(
         "LLAMA_ATTN_ROT_DISABLE=1 in llama.cpp's environment keeps {} unrotated, as measured; "
         "without it llama.cpp (since PR #21038, 2026-04) rotates quantized K and V at head_dim "
-        "{} and stores {}",
-        best->name(), head_dim,
-        llamacpp_default_storage(*best, head_dim)
-            ? llamacpp_default_storage(*best, head_dim)->name()
-            : std::string("a rotated format kvplan does not pack")));
+        "% 64 == 0 and stores {}",
+        best->name(),
+        by_default && head_dim != 0 ? by_default->name()
+                                    : std::string("a rotated format kvplan does not pack")));
   } else if (setting.keys || setting.values) {
     e.notes.push_back(fmt::format(
         "llama.cpp (since PR #21038, 2026-04) rotates quantized K and V at head_dim % 64 == 0 by "
