@@ -114,6 +114,11 @@ inline constexpr int kRowScaleBytes = 4;
 // the inner format's; the rotation needs the whole row in registers, hence a bound.
 inline constexpr int kMaxRotatedRow = 512;
 
+// The *_had64 formats rotate each span of 64 values on its own (llama.cpp's V rotation): a span
+// is two ggml blocks.
+inline constexpr int kHadamardSpan = 64;
+inline constexpr int kHadamardSpanBlocks = kHadamardSpan / kGgmlBlock;
+
 // A row the Hadamard-rotated formats can pack: a power of two of at most kMaxRotatedRow values
 // (the transform's butterflies need the power of two; the bound keeps its scratch on the stack).
 KVPLAN_HD constexpr bool rotated_row_fits(long row_values) {

@@ -47,6 +47,10 @@ enum class RowUnit : uint8_t {
   // unit_values values in unit_bytes bytes. The rotation mixes every value of the row, so the row
   // is one unit; head_dim must be a power of two, whole blocks, at most kMaxRotatedRow values.
   kRotatedBlocks,
+  // The row cut into spans of unit_values values, each rotated by a Walsh-Hadamard transform of
+  // its own and packed as ggml blocks (unit_bytes bytes per span): llama.cpp rotates V this way,
+  // in spans of kHadamardSpan, at every head_dim that is a multiple of it. The span is the unit.
+  kRotatedSpans,
 };
 
 // The math that packs one unit (kv_format_math.h): one entry per distinct algorithm.
@@ -81,6 +85,9 @@ enum class Codec : uint8_t {
   kTqInt4,
   kInt4PerTokenHead,
   kInt8PerTokenHead,
+  kHadamardQ4_1,
+  kHadamardQ5_0,
+  kHadamardQ5_1,
 };
 
 // Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
@@ -202,7 +209,31 @@ struct KvFormatTraits {
     "4-bit asymmetric of the signed-Hadamard row, f32 scale + zero point per row (vLLM's)")       \
   X(Int8PerTokenHead, 94, "int8_per_token_head", 1, kRowScaledInt, 8, kInt8PerTokenHead, kRow, 0, \
     kRowScaleBytes, 0, 0.0f, true, kEngineVllm,                                                 \
-    "int8 symmetric with an f32 scale per (token, head), as vLLM's")
+    "int8 symmetric with an f32 scale per (token, head), as vLLM's")                            \
+  X(Q4_1Had, 95, "q4_1_had", 1, kGgml, 4, kHadamardQ4_1, kRotatedBlocks, kGgmlBlock,             \
+    sizeof(BlockQ4_1), 0, 0.0f, false, 0, "q4_1 of the Hadamard-rotated row")                   \
+  X(Q5_0Had, 96, "q5_0_had", 1, kGgml, 5, kHadamardQ5_0, kRotatedBlocks, kGgmlBlock,             \
+    sizeof(BlockQ5_0), 0, 0.0f, false, 0, "q5_0 of the Hadamard-rotated row")                   \
+  X(Q5_1Had, 97, "q5_1_had", 1, kGgml, 5, kHadamardQ5_1, kRotatedBlocks, kGgmlBlock,             \
+    sizeof(BlockQ5_1), 0, 0.0f, false, 0, "q5_1 of the Hadamard-rotated row")                   \
+  X(Q8_0Had64, 98, "q8_0_had64", 1, kGgml, 8, kHadamardQ8_0, kRotatedSpans, kHadamardSpan,       \
+    kHadamardSpanBlocks * sizeof(BlockQ8_0), 0, 0.0f, false, 0,                                 \
+    "q8_0 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
+  X(Q4_0Had64, 99, "q4_0_had64", 1, kGgml, 4, kHadamardQ4_0, kRotatedSpans, kHadamardSpan,       \
+    kHadamardSpanBlocks * sizeof(BlockQ4_0), 0, 0.0f, false, 0,                                 \
+    "q4_0 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
+  X(Q4_1Had64, 100, "q4_1_had64", 1, kGgml, 4, kHadamardQ4_1, kRotatedSpans, kHadamardSpan,      \
+    kHadamardSpanBlocks * sizeof(BlockQ4_1), 0, 0.0f, false, 0,                                 \
+    "q4_1 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
+  X(Q5_0Had64, 101, "q5_0_had64", 1, kGgml, 5, kHadamardQ5_0, kRotatedSpans, kHadamardSpan,      \
+    kHadamardSpanBlocks * sizeof(BlockQ5_0), 0, 0.0f, false, 0,                                 \
+    "q5_0 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
+  X(Q5_1Had64, 102, "q5_1_had64", 1, kGgml, 5, kHadamardQ5_1, kRotatedSpans, kHadamardSpan,      \
+    kHadamardSpanBlocks * sizeof(BlockQ5_1), 0, 0.0f, false, 0,                                 \
+    "q5_1 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
+  X(Iq4NlHad64, 103, "iq4_nl_had64", 1, kGgml, 4, kHadamardIq4Nl, kRotatedSpans, kHadamardSpan,  \
+    kHadamardSpanBlocks * sizeof(BlockIq4Nl), 0, 0.0f, false, 0,                                \
+    "iq4_nl of the row rotated in spans of 64 (llama.cpp's V rotation)")
 // clang-format on
 
 // FormatId values for code that cannot include src/formats/format.h (device code).
@@ -247,9 +278,11 @@ KVPLAN_HD constexpr bool per_value_codec(Codec c) {
          c == Codec::kFp8E5M2 || c == Codec::kTqFp8;
 }
 
-// Codecs that rotate the whole row before quantizing it (the Hadamard formats, TurboQuant keys).
+// Codecs that rotate their unit before quantizing it (the Hadamard formats, TurboQuant keys): the
+// whole row, or a span of it (RowUnit::kRotatedSpans).
 KVPLAN_HD constexpr bool codec_rotates_row(Codec c) {
-  return c == Codec::kHadamardQ8_0 || c == Codec::kHadamardQ4_0 || c == Codec::kHadamardIq4Nl ||
+  return c == Codec::kHadamardQ8_0 || c == Codec::kHadamardQ4_0 || c == Codec::kHadamardQ4_1 ||
+         c == Codec::kHadamardQ5_0 || c == Codec::kHadamardQ5_1 || c == Codec::kHadamardIq4Nl ||
          c == Codec::kTqMse3 || c == Codec::kTqMse4 || c == Codec::kInt4PerTokenHead;
 }
 

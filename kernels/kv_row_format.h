@@ -102,6 +102,12 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
       f.unit_bytes = row_values * t.bits / 8 + t.unit_bytes;
       f.row_bytes = f.unit_bytes;
       break;
+    case RowUnit::kRotatedSpans:
+      if (row_values % t.unit_values != 0) return false;
+      f.unit_values = t.unit_values;
+      f.unit_bytes = t.unit_bytes;
+      f.row_bytes = row_values / t.unit_values * t.unit_bytes;
+      break;
     case RowUnit::kRotatedBlocks:
       if (row_values % t.unit_values != 0 || !rotated_row_fits(row_values)) {
         return false;
@@ -121,8 +127,8 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
 // that keep one (PackOptions::fp8_scale): FP8 stores x / tensor_scale, NVFP4 folds it into its
 // block scales; the others ignore it. The CPU (src/formats/pack.cpp) and the GPU kernels both call
 // these, so the bytes are identical.
-// The rotated formats: the normalized Hadamard transform of the row, packed as blocks of the
-// inner codec (defined below, after the codecs they call).
+// The rotated formats: the normalized Hadamard transform of the unit (the row, or a span of it),
+// packed as blocks of the inner codec (defined below, after the codecs they call).
 template <Codec kInner, size_t kBlockBytes>
 KVPLAN_HD inline void quantize_rotated_row(const float* x, int n, uint8_t* out);
 template <Codec kInner, size_t kBlockBytes>
@@ -180,6 +186,12 @@ KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uin
     quantize_rotated_row<Codec::kQ4_0, sizeof(BlockQ4_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardIq4Nl) {
     quantize_rotated_row<Codec::kIq4Nl, sizeof(BlockIq4Nl)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ4_1) {
+    quantize_rotated_row<Codec::kQ4_1, sizeof(BlockQ4_1)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ5_0) {
+    quantize_rotated_row<Codec::kQ5_0, sizeof(BlockQ5_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ5_1) {
+    quantize_rotated_row<Codec::kQ5_1, sizeof(BlockQ5_1)>(in, n, out);
   } else if constexpr (kC == Codec::kTqFp8) {
     for (int i = 0; i < n; ++i) out[i] = f32_to_fp8_e4m3(in[i]);
   } else if constexpr (kC == Codec::kTqMse3) {
@@ -248,6 +260,12 @@ KVPLAN_HD inline void dequantize_unit_as(const uint8_t* in, const uint8_t* scale
     dequantize_rotated_row<Codec::kQ4_0, sizeof(BlockQ4_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardIq4Nl) {
     dequantize_rotated_row<Codec::kIq4Nl, sizeof(BlockIq4Nl)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ4_1) {
+    dequantize_rotated_row<Codec::kQ4_1, sizeof(BlockQ4_1)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ5_0) {
+    dequantize_rotated_row<Codec::kQ5_0, sizeof(BlockQ5_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ5_1) {
+    dequantize_rotated_row<Codec::kQ5_1, sizeof(BlockQ5_1)>(in, n, out);
   } else if constexpr (kC == Codec::kTqFp8) {
     for (int i = 0; i < n; ++i) out[i] = fp8_e4m3_to_f32(in[i]);
   } else if constexpr (kC == Codec::kTqMse3) {
@@ -337,6 +355,12 @@ KVPLAN_HD inline void with_codec(Codec c, Fn&& fn) {
       return fn(CodecTag<Codec::kHadamardQ4_0>{});
     case Codec::kHadamardIq4Nl:
       return fn(CodecTag<Codec::kHadamardIq4Nl>{});
+    case Codec::kHadamardQ4_1:
+      return fn(CodecTag<Codec::kHadamardQ4_1>{});
+    case Codec::kHadamardQ5_0:
+      return fn(CodecTag<Codec::kHadamardQ5_0>{});
+    case Codec::kHadamardQ5_1:
+      return fn(CodecTag<Codec::kHadamardQ5_1>{});
     case Codec::kTqFp8:
       return fn(CodecTag<Codec::kTqFp8>{});
     case Codec::kTqMse3:

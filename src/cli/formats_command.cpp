@@ -31,11 +31,10 @@ void run_formats(const FormatsOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   for (const FormatInfo& info : all_format_infos()) {
     const Format f(info.id);
-    nlohmann::json row = {{"name", info.name},
-                          {"id", static_cast<int>(info.id)},
-                          {"version", info.version},
-                          {"nominal_bits", info.bits},
-                          {"meaning", info.meaning}};
+    nlohmann::json row = {
+        {"name", info.name},       {"id", static_cast<int>(info.id)},
+        {"version", info.version}, {"nominal_bits", info.bits},
+        {"meaning", info.meaning}, {"searched_by_default", info.default_candidate}};
     // The engines that store it (`--engine`, `kvplan export --to`).
     nlohmann::json engines = nlohmann::json::array();
     for (const EngineSpec& e : all_engines()) {
@@ -70,24 +69,28 @@ void run_formats(const FormatsOptions& o) {
   std::printf("%-19s %4s %4s %6s %10s %9s %9s  %s\n", "format", "id", "ver", "bits", "bytes/row",
               "eff.bits", "overhead", "meaning");
   for (const nlohmann::json& r : rows) {
+    const std::string name =
+        r["name"].get<std::string>() + (r["searched_by_default"].get<bool>() ? "" : "*");
     if (r.contains("unsupported")) {
-      std::printf("%-19s %4d %4d %6d %10s %9s %9s  (%s)\n", r["name"].get<std::string>().c_str(),
-                  r["id"].get<int>(), r["version"].get<int>(), r["nominal_bits"].get<int>(), "-",
-                  "-", "-", r["unsupported"].get<std::string>().c_str());
+      std::printf("%-19s %4d %4d %6d %10s %9s %9s  (%s)\n", name.c_str(), r["id"].get<int>(),
+                  r["version"].get<int>(), r["nominal_bits"].get<int>(), "-", "-", "-",
+                  r["unsupported"].get<std::string>().c_str());
       continue;
     }
     std::string engines;
     for (const auto& e : r["engines"])
       engines += (engines.empty() ? "" : ", ") + e.get<std::string>();
-    std::printf("%-19s %4d %4d %6d %10.6g %9.3f %9.3f  %s%s\n",
-                r["name"].get<std::string>().c_str(), r["id"].get<int>(), r["version"].get<int>(),
-                r["nominal_bits"].get<int>(), r["bytes_per_row"].get<double>(),
-                r["effective_bits"].get<double>(), r["overhead_bits"].get<double>(),
-                r["meaning"].get<std::string>().c_str(),
+    std::printf("%-19s %4d %4d %6d %10.6g %9.3f %9.3f  %s%s\n", name.c_str(), r["id"].get<int>(),
+                r["version"].get<int>(), r["nominal_bits"].get<int>(),
+                r["bytes_per_row"].get<double>(), r["effective_bits"].get<double>(),
+                r["overhead_bits"].get<double>(), r["meaning"].get<std::string>().c_str(),
                 engines.empty() ? "" : (" [" + engines + "]").c_str());
   }
   std::printf("%-19s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",
               "-", "opaque engine slot: N bytes per token per KV head for K and V together");
+  std::printf(
+      "\n* not a default candidate: searched when named (--formats a,b or --formats all); the\n"
+      "  rotated variants model what llama.cpp stores, f32 is never searched\n");
 }
 
 }  // namespace

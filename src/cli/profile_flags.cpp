@@ -21,7 +21,8 @@ void add_profile_flags(CLI::App* cmd, ProfileFlags& f) {
                   "values independently)");
   cmd->add_option("--formats", f.formats,
                   "Comma-separated formats, each searched for keys and for values independently "
-                  "(default and 'all': every format `kvplan formats` lists but f32)");
+                  "(default: every format `kvplan formats` lists without a *; 'all': every "
+                  "format but f32)");
   cmd->add_flag("--all-dkl", f.all_dkl,
                 "Default catalogue: re-run the model for every side's dKL instead of estimating "
                 "it from the anchors (slower)");

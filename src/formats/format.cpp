@@ -11,7 +11,7 @@ namespace {
 
 constexpr FormatInfo info_of(const KvFormatTraits& t) {
   const bool blocks = t.unit == RowUnit::kBlock || t.unit == RowUnit::kSplitBlock ||
-                      t.unit == RowUnit::kRotatedBlocks;
+                      t.unit == RowUnit::kRotatedBlocks || t.unit == RowUnit::kRotatedSpans;
   // A split block's scale byte sits after the row's codes but belongs to the block.
   const int block_bytes = t.unit == RowUnit::kSplitBlock ? t.unit_bytes + 1 : t.unit_bytes;
   return {static_cast<FormatId>(t.id),
@@ -28,7 +28,8 @@ constexpr FormatInfo info_of(const KvFormatTraits& t) {
           codec_rotates_row(t.codec),
           t.default_candidate,
           t.engines,
-          t.codec};
+          t.codec,
+          t.unit == RowUnit::kRotatedSpans ? t.unit_values : 0};
 }
 
 constexpr auto kFormats = [] {

@@ -43,10 +43,14 @@ struct FormatInfo {
   // > 0: an f32 scale per (layer, KV head) kept outside the row, calibrated as
   // absmax / tensor_scale_range (FP8: the largest finite value; NVFP4: 6 x 448).
   float tensor_scale_range = 0.0f;
-  bool rotated = false;  // packs the Hadamard-rotated row (head_dim a power of two, <= 512)
+  // Packs the Hadamard-rotated row (head_dim a power of two, <= 512) or its spans (rotation_span).
+  bool rotated = false;
   bool default_candidate = false;  // searched when no --formats are given
   uint32_t engines = 0;            // kEngine* bits (kernels/kv_format_table.h)
   Codec codec = Codec::kNone;
+  // Rotated formats: the values rotated together, 0 for the whole row (q4_0_had), else each span
+  // of that many values on its own (q4_0_had64: llama.cpp's V rotation); its block_values too.
+  int rotation_span = 0;
 };
 
 // Every concrete format (slot excluded), in catalogue order.

@@ -39,13 +39,19 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
            "format {} is an opaque per-token slot for K and V together; it has no row layout",
            format.name());
     default:
+      if (info.rotation_span > 0 && n_values % static_cast<size_t>(info.rotation_span) != 0) {
+        fail(ErrorCode::kInvalidArgument,
+             "format {} rotates spans of {} values with a Hadamard transform: a row of {} values "
+             "is not a whole number of spans",
+             info.name, info.rotation_span, n_values);
+      }
       if (info.block_values > 0 && n_values % static_cast<size_t>(info.block_values) != 0) {
         fail(ErrorCode::kInvalidArgument,
              "format {} packs blocks of {} values; a row of {} values is not a whole number of "
              "blocks (use int8/int4/int2, whose group is clamped to the row)",
              info.name, info.block_values, n_values);
       }
-      if (info.rotated) {
+      if (info.rotated && info.rotation_span == 0) {
         // Formats with tables per head_dim start at kMinTabulatedRow.
         const size_t least = static_cast<size_t>(least_rotated_row(info.codec));
         if (!rotated_row_fits(static_cast<long>(n_values)) || n_values < least) {

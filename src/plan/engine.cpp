@@ -76,32 +76,26 @@ constexpr std::array kEngines{
 };
 
 // The cache types a rotating engine stores as kvplan's rotated formats (the same blocks, of the
-// rotated row).
+// rotated row or of its spans of 64).
+struct RotatedTwins {
+  FormatId plain, whole_row, span64;
+};
 constexpr std::array kRotatedTwins{
-    std::pair{FormatId::kQ8_0, FormatId::kQ8_0Had},
-    std::pair{FormatId::kQ4_0, FormatId::kQ4_0Had},
-    std::pair{FormatId::kIq4Nl, FormatId::kIq4NlHad},
+    RotatedTwins{FormatId::kQ8_0, FormatId::kQ8_0Had, FormatId::kQ8_0Had64},
+    RotatedTwins{FormatId::kQ4_0, FormatId::kQ4_0Had, FormatId::kQ4_0Had64},
+    RotatedTwins{FormatId::kQ4_1, FormatId::kQ4_1Had, FormatId::kQ4_1Had64},
+    RotatedTwins{FormatId::kQ5_0, FormatId::kQ5_0Had, FormatId::kQ5_0Had64},
+    RotatedTwins{FormatId::kQ5_1, FormatId::kQ5_1Had, FormatId::kQ5_1Had64},
+    RotatedTwins{FormatId::kIq4Nl, FormatId::kIq4NlHad, FormatId::kIq4NlHad64},
 };
 
 bool is_power_of_two(int n) {
   return n > 0 && (n & (n - 1)) == 0;
 }
 
-// True when the engine's rotation of that side at head_dim is kvplan's: the whole row (*_had
-// rotates the head's row at a power-of-two head_dim up to 512).
-bool rotation_is_whole_row(const EngineSpec& engine, int head_dim, bool keys) {
-  if (!is_power_of_two(head_dim) || head_dim > 512) return false;
-  switch (engine.rotation) {
-    case EngineRotation::kNone:
-      return false;
-    case EngineRotation::kQuantizedByDefault:
-      // K blocks: the largest power of two dividing head_dim (the row, at a power of two); V
-      // blocks: 64.
-      return keys ? head_dim % 64 == 0 : head_dim == 64;
-    case EngineRotation::kSwitchPerSide:
-      return true;  // hadamard_size(): the head size when it is a power of two
-  }
-  return false;
+// The largest power of two dividing n > 0.
+int power_of_two_part(int n) {
+  return n & -n;
 }
 
 // Both sides' formats aside, whether one layer of the engine takes the pair as a whole.
@@ -150,16 +144,46 @@ int common_head_dim(const KvGeometry& geometry) {
   return d;
 }
 
-std::optional<Format> rotated_twin(const Format& f) {
-  for (const auto& [plain, rotated] : kRotatedTwins) {
-    if (f.id() == plain) return Format(rotated);
+std::optional<int> engine_rotation_span(const EngineSpec& engine, int head_dim, bool keys) {
+  if (head_dim <= 0 || head_dim > kMaxRotatedRow) return std::nullopt;
+  // The engine's block of values rotated together at head_dim (0: it does not rotate there).
+  int block = 0;
+  switch (engine.rotation) {
+    case EngineRotation::kNone:
+      return std::nullopt;
+    case EngineRotation::kQuantizedByDefault:
+      // llama.cpp: K in blocks of the largest power of two dividing head_dim, V in blocks of 64.
+      if (head_dim % kHadamardSpan != 0) return std::nullopt;
+      block = keys ? power_of_two_part(head_dim) : kHadamardSpan;
+      break;
+    case EngineRotation::kSwitchPerSide:
+      // ik_llama.cpp's hadamard_size(): the head size when it is a power of two, else the
+      // largest of 512 ... 64 dividing it.
+      if (is_power_of_two(head_dim)) {
+        block = head_dim;
+      } else {
+        for (int b = 512; b >= kHadamardSpan && block == 0; b /= 2) {
+          if (head_dim % b == 0) block = b;
+        }
+      }
+      break;
+  }
+  if (block == head_dim) return 0;  // the whole row: *_had (at 64 the same bytes as *_had64)
+  if (block == kHadamardSpan) return kHadamardSpan;
+  return std::nullopt;  // not rotated, or in blocks kvplan packs no format for (128 of 384)
+}
+
+std::optional<Format> rotated_twin(const Format& f, int span) {
+  for (const RotatedTwins& t : kRotatedTwins) {
+    if (f.id() == t.plain && span == 0) return Format(t.whole_row);
+    if (f.id() == t.plain && span == kHadamardSpan) return Format(t.span64);
   }
   return std::nullopt;
 }
 
 Format engine_cache_type(const Format& f) {
-  for (const auto& [plain, rotated] : kRotatedTwins) {
-    if (f.id() == rotated) return Format(plain);
+  for (const RotatedTwins& t : kRotatedTwins) {
+    if (f.id() == t.whole_row || f.id() == t.span64) return Format(t.plain);
   }
   return f;
 }
@@ -186,8 +210,8 @@ std::vector<RotationSetting> rotation_settings(const EngineSpec& engine, int hea
       return {{true, true, false}, {false, false, true}};
     case EngineRotation::kSwitchPerSide: {
       std::vector<RotationSetting> out{{}};
-      const bool k = rotation_is_whole_row(engine, head_dim, true),
-                 v = rotation_is_whole_row(engine, head_dim, false);
+      const bool k = engine_rotation_span(engine, head_dim, true).has_value(),
+                 v = engine_rotation_span(engine, head_dim, false).has_value();
       if (k) out.push_back({true, false, false});
       if (v) out.push_back({false, true, false});
       if (k && v) out.push_back({true, true, false});
@@ -223,7 +247,9 @@ bool setting_stores(const EngineSpec& engine, const RotationSetting& setting, in
     return true;
   }
   const bool rotated = keys ? setting.keys : setting.values;
-  if (engine_cache_type(f) != f) return rotated && rotation_is_whole_row(engine, head_dim, keys);
+  if (engine_cache_type(f) != f) {
+    return rotated && engine_rotation_span(engine, head_dim, keys) == f.info().rotation_span;
+  }
   return !rotated;
 }
 

@@ -50,7 +50,7 @@ enum class EngineRotation {
   // variable LLAMA_ATTN_ROT_DISABLE turns both off.
   kQuantizedByDefault,
   // ik_llama.cpp: -khad rotates every layer's K, -vhad every layer's V, in blocks of the head
-  // size when it is a power of two.
+  // size when it is a power of two, else of the largest of 512 ... 64 dividing it.
   kSwitchPerSide,
 };
 
@@ -108,15 +108,16 @@ bool engine_stores(const EngineSpec& engine, const Format& f);
 
 // The rotation settings the engine runs at head_dim, the one it takes with no extra flag or
 // environment first: llama.cpp at head_dim % 64 == 0 {rotated, LLAMA_ATTN_ROT_DISABLE=1};
-// ik_llama.cpp at a power-of-two head_dim {none, -khad, -vhad, -khad -vhad}; otherwise {none}.
+// ik_llama.cpp where its blocks are kvplan's (engine_rotation_span) {none, -khad, -vhad, -khad
+// -vhad}; otherwise {none}.
 std::vector<RotationSetting> rotation_settings(const EngineSpec& engine, int head_dim);
 // "-khad -vhad", "K and V rotated (llama.cpp's default)", "LLAMA_ATTN_ROT_DISABLE=1", or "" for
 // an engine that does not rotate.
 std::string rotation_words(const EngineSpec& engine, const RotationSetting& setting);
 
 // True when the engine, run with `setting` at head_dim, stores `f` on keys (else values): the
-// rotated side holds *_had formats where the engine's rotation is kvplan's whole-row one, and no
-// plain quantized format; 16-bit formats either way.
+// rotated side holds the rotated formats of the engine's span there (*_had for the whole row,
+// *_had64 for spans of 64) and no plain quantized format; 16-bit formats either way.
 bool setting_stores(const EngineSpec& engine, const RotationSetting& setting, int head_dim,
                     bool keys, const Format& f);
 // Both sides stored under `setting`, and the pair one layer of the engine takes (one dtype per
@@ -133,12 +134,17 @@ bool engine_stores(const EngineSpec& engine, const KvPair& pair, int head_dim);
 // layers allow only the model's dtype).
 bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_layers, int head_dim);
 
-// The cache type an engine is given for `f`: q8_0 for q8_0_had (the engine rotates it itself),
-// `f` otherwise.
+// The cache type an engine is given for `f`: q8_0 for q8_0_had and q8_0_had64 (the engine rotates
+// it itself), `f` otherwise.
 Format engine_cache_type(const Format& f);
-// q8_0_had for q8_0: what a rotating engine stores the cache type as; nullopt where kvplan packs
-// no rotated twin (q4_1, q5_0, ...).
-std::optional<Format> rotated_twin(const Format& f);
+// How the engine rotates one side at head_dim, as a kvplan rotation span (FormatInfo::
+// rotation_span): 0 for the whole row, 64 for spans of 64; nullopt where it does not rotate or
+// rotates in blocks kvplan packs no format for (llama.cpp's K at head_dim 384: blocks of 128).
+// llama.cpp: K whole at a power-of-two head_dim, 64 at 192, 320, ...; V 0 at 64, else 64.
+std::optional<int> engine_rotation_span(const EngineSpec& engine, int head_dim, bool keys);
+// What a rotating engine stores cache type `f` as when it rotates spans of `span` values (0: the
+// whole row): q8_0 -> q8_0_had or q8_0_had64; nullopt where kvplan packs no such twin (f16, ...).
+std::optional<Format> rotated_twin(const Format& f, int span);
 
 // "vLLM TurboQuant keeps layers 0, 1, 28, 29 at the model's dtype", or "" for an engine without
 // boundary layers: the note a budget no plan meets gets.

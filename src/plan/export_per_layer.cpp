@@ -226,9 +226,9 @@ PlanExport export_ik_llamacpp(const Plan& plan) {
   if (setting.values) e.text += " -vhad";
   if (setting.keys || setting.values) {
     e.notes.push_back(fmt::format(
-        "{} rotate{} every layer's {} (a Hadamard transform of the head's row before it is "
-        "stored: kvplan's *_had formats); a 16-bit side under it is rotated too, which changes "
-        "nothing but f16 rounding",
+        "{} rotate{} every layer's {} (a Hadamard transform of the head's row, or of its spans "
+        "of 64, before it is stored: kvplan's *_had or *_had64 formats); a 16-bit side under it "
+        "is rotated too, which changes nothing but f16 rounding",
         rotation_words(ik, setting), setting.keys && setting.values ? "" : "s",
         setting.keys && setting.values ? "K and V"
         : setting.keys                 ? "K"

@@ -39,17 +39,19 @@ double engine_byte_limit(const Plan& plan) {
 }
 
 // What `-ctk K -ctv V` stores on a llama.cpp that rotates by default: the rotated twins at a
-// head_dim it rotates (nullopt where a quantized side has no twin kvplan packs, or the rotation is
-// not kvplan's), the pair itself where nothing is rotated.
+// head_dim it rotates (q4_0_had K and q4_0_had64 V at 256; nullopt where the rotation is not
+// kvplan's), the pair itself where nothing is rotated.
 std::optional<KvPair> llamacpp_default_storage(const KvPair& pair, int head_dim) {
   const EngineSpec& llama = engine_spec(EngineId::kLlamaCpp);
   const RotationSetting by_default = rotation_settings(llama, head_dim).front();
-  const auto stored_as = [&](const Format& f, bool rotated) -> std::optional<Format> {
-    if (!rotated || f.family() == FormatFamily::kPlain) return f;
-    return rotated_twin(f);
+  const auto stored_as = [&](const Format& f, bool keys) -> std::optional<Format> {
+    if (!(keys ? by_default.keys : by_default.values) || f.family() == FormatFamily::kPlain) {
+      return f;
+    }
+    const std::optional<int> span = engine_rotation_span(llama, head_dim, keys);
+    return span ? rotated_twin(f, *span) : std::nullopt;
   };
-  const std::optional<Format> k = stored_as(pair.key, by_default.keys),
-                              v = stored_as(pair.value, by_default.values);
+  const std::optional<Format> k = stored_as(pair.key, true), v = stored_as(pair.value, false);
   if (!k || !v || !setting_stores(llama, by_default, head_dim, KvPair{*k, *v})) {
     return std::nullopt;
   }

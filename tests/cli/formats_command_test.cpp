@@ -10,10 +10,21 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 38u);
+  ASSERT_EQ(j["formats"].size(), 47u);
   for (const auto& f : j["formats"]) {
-    if (f["name"] == "q4_0") {
-      EXPECT_EQ(f["bytes_per_row"].get<int>(), 72);
+    if (f["name"] == "q4_0" || f["name"] == "q4_0_had" || f["name"] == "q4_0_had64") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 72) << f;
+    }
+    if (f["name"] == "q5_1_had64") {
+      EXPECT_EQ(f["bytes_per_row"].get<int>(), 96);  // two spans of two 24-byte blocks
+    }
+    // The llama.cpp rotation variants are searched only when named; the whole-row twins of
+    // q8_0, q4_0 and iq4_nl by default.
+    if (f["name"] == "q4_1_had" || f["name"] == "q8_0_had64" || f["name"] == "f32") {
+      EXPECT_FALSE(f["searched_by_default"].get<bool>()) << f;
+    }
+    if (f["name"] == "q4_0_had" || f["name"] == "q4_0") {
+      EXPECT_TRUE(f["searched_by_default"].get<bool>()) << f;
     }
     // OCP MX: 4 blocks of 32 with one E8M0 byte each; NVFP4: 64 B of codes + 8 E4M3 scales.
     if (f["name"] == "mxfp4") {
@@ -67,6 +78,11 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 68);
     }
   }
+  const RunResult text = run_kvplan("formats --head-dim 128");
+  ASSERT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("\nq5_0_had64*"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\nq5_0 "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("* not a default candidate"), std::string::npos);
   const RunResult small = run_kvplan("formats --head-dim 8");
   ASSERT_EQ(small.exit_code, 0);
   EXPECT_NE(small.out.find("needs head_dim a multiple of 32"), std::string::npos);
@@ -75,6 +91,10 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   for (const auto& f : nlohmann::json::parse(odd.out)["formats"]) {
     if (f["name"] == "q4_0_had") {
       EXPECT_NE(f["unsupported"].get<std::string>().find("power of two"), std::string::npos) << f;
+    }
+    // Spans of 64 need whole spans, not a power of two.
+    if (f["name"] == "q4_0_had64") {
+      EXPECT_NE(f["unsupported"].get<std::string>().find("spans of 64"), std::string::npos) << f;
     }
     if (f["name"] == "q4_0") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 54);

@@ -163,6 +163,78 @@ TEST(HadamardRotated, AUnitVectorSpreadsEvenlyOverTheRow) {
   EXPECT_EQ(packed_row_bytes(Format::parse("q4_0_had"), 128, 32), 72u);
 }
 
+std::string repeated(const std::string& bytes, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += bytes;
+  return out;
+}
+
+TEST(HadamardRotated, AsymmetricAndFiveBitBlocksOfTheRotatedRow) {
+  // e_0 + e_1 over 32 values rotates (natural-order Sylvester, entries +-1/sqrt(32)) to
+  // y_i = 2/sqrt(32) = 0.35355 at even i and exactly 0 at odd i. Element j and j + 16 share byte j
+  // of qs (j low nibble), so the nibbles follow the parity of j; a fifth bit of value j is bit j
+  // of the little-endian qh word.
+  std::vector<float> x(32, 0.0f);
+  x[0] = x[1] = 1.0f;
+  // q4_1: min 0 (f16 0x0000), d = 0.35355 / 15 (f16 0x2609); codes 15 at even j, 0 at odd j.
+  EXPECT_EQ(packed_hex("q4_1_had", x),
+            "0926"
+            "0000" +
+                repeated("ff00", 8));
+  // q5_0: the signed value of largest magnitude is +0.35355, d = it / -16 (f16 0xa5a8); codes
+  // y / d + 16: 0 at even j, 16 at odd j (low nibbles 0, fifth bits on odd j: 0xaaaaaaaa).
+  EXPECT_EQ(packed_hex("q5_0_had", x),
+            "a8a5"
+            "aaaaaaaa" +
+                repeated("00", 16));
+  // q5_1: min 0, d = 0.35355 / 31 (f16 0x21d7); codes 31 at even j, 0 at odd j.
+  EXPECT_EQ(packed_hex("q5_1_had", x),
+            "d721"
+            "0000"
+            "55555555" +
+                repeated("ff00", 8));
+  // Unpacking rotates back to e_0 + e_1 within the f16 scale's rounding.
+  for (const char* f : {"q4_1_had", "q5_0_had", "q5_1_had"}) {
+    const std::vector<float> y = unpacked(f, packed_hex(f, x), 32);
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], x[i], 2e-3) << f << " " << i;
+  }
+}
+
+TEST(HadamardRotated, SpansOf64AreRotatedOnTheirOwn) {
+  // x_0 = x_64 = 1 in a row of 128. Each span of 64 holds one unit vector, which rotates to 1/8
+  // everywhere: q8_0 blocks with d = (1/8) / 127 (f16 0x1408) and every code 127.
+  std::vector<float> x(128, 0.0f);
+  x[0] = x[64] = 1.0f;
+  const std::string eighth_block = "0814" + repeated("7f", 32);
+  EXPECT_EQ(packed_hex("q8_0_had64", x), repeated(eighth_block, 4));
+  // Rotated as one row of 128 they cancel in the second half: 2/sqrt(128) = 0.17678 in the first
+  // 64 rotated values (d f16 0x15b4), 0 in the last 64 (d 0, codes 0).
+  EXPECT_EQ(packed_hex("q8_0_had", x),
+            repeated("b415" + repeated("7f", 32), 2) + repeated("0000" + repeated("00", 32), 2));
+  // Both unpack to the same row.
+  for (const char* f : {"q8_0_had64", "q8_0_had"}) {
+    const std::vector<float> y = unpacked(f, packed_hex(f, x), 128);
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-3) << f << " " << i;
+  }
+  // A span format's row is its spans packed as whole rows of 64: q4_0_had64 of 192 values is
+  // q4_0_had of each third, and at 64 the two formats are the same bytes.
+  std::vector<float> row(192);
+  for (size_t i = 0; i < row.size(); ++i)
+    row[i] = std::sin(0.37f * static_cast<float>(i)) + 0.01f * i;
+  std::string thirds;
+  for (size_t s = 0; s < 3; ++s) {
+    thirds += packed_hex("q4_0_had",
+                         std::vector<float>(row.begin() + 64 * s, row.begin() + 64 * (s + 1)));
+  }
+  EXPECT_EQ(packed_hex("q4_0_had64", row), thirds);
+  const std::vector<float> first(row.begin(), row.begin() + 64);
+  EXPECT_EQ(packed_hex("iq4_nl_had64", first), packed_hex("iq4_nl_had", first));
+  // Rows must be whole spans; they need not be a power of two.
+  EXPECT_EQ(packed_row_bytes(Format::parse("q5_1_had64"), 192, 32), 144u);
+  EXPECT_THROW((void)packed_row_bytes(Format::parse("q4_0_had64"), 96, 32), Error);
+  EXPECT_THROW((void)packed_row_bytes(Format::parse("q4_0_had"), 192, 32), Error);
+}
+
 TEST(Nvfp4, RowsMustBeWholeGroupsOf16) {
   EXPECT_EQ(packed_row_bytes(Format::parse("nvfp4"), 128, 32), 72u);
   EXPECT_EQ(packed_row_bytes(Format::parse("nvfp4"), 16, 32), 9u);

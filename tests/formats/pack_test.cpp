@@ -151,14 +151,28 @@ double error_bound(const Format& f, std::span<const float> row, std::span<const 
       return 0.5 * std::max(amax / 127, 1e-6) * (1 + 1e-6) + margin;
     case FormatId::kQ8_0Had:
     case FormatId::kQ4_0Had:
-    case FormatId::kIq4NlHad: {
-      // The rotation is orthonormal: one value's error is at most the row's L2 error, and each
-      // rotated value is at most ||x||, with the inner format's error per unit of its block max.
+    case FormatId::kQ4_1Had:
+    case FormatId::kQ5_0Had:
+    case FormatId::kQ5_1Had:
+    case FormatId::kIq4NlHad:
+    case FormatId::kQ8_0Had64:
+    case FormatId::kQ4_0Had64:
+    case FormatId::kQ4_1Had64:
+    case FormatId::kQ5_0Had64:
+    case FormatId::kQ5_1Had64:
+    case FormatId::kIq4NlHad64: {
+      // The rotation is orthonormal: one value's error is at most its unit's L2 error (the row,
+      // or a span of it: bounded by the row's), and each rotated value is at most ||x||, with the
+      // inner format's error per unit of its block max (q4_0 and q5_0 clamp the top: one step).
       double norm = 0;
       for (float v : row) norm += static_cast<double>(v) * v;
-      const double per_max = f.id() == FormatId::kQ8_0Had   ? 1.0 / 127
-                             : f.id() == FormatId::kQ4_0Had ? 0.13
-                                                            : 0.2;
+      const Codec c = f.info().codec;
+      const double per_max = c == Codec::kHadamardQ8_0   ? 1.0 / 127
+                             : c == Codec::kHadamardQ4_0 ? 0.13
+                             : c == Codec::kHadamardQ4_1 ? 0.07
+                             : c == Codec::kHadamardQ5_0 ? 0.07
+                             : c == Codec::kHadamardQ5_1 ? 0.04
+                                                         : 0.2;
       return std::sqrt(static_cast<double>(row.size())) * std::sqrt(norm) * per_max + margin;
     }
     case FormatId::kTqFp8:  // E4M3 with no scale: saturates at 448, subnormal step 2^-9
@@ -237,7 +251,8 @@ TEST_P(PackRoundTrip, BoundedErrorAndStableCodes) {
       // Codes are exact on re-pack: packing the dequantized row reproduces the bytes.
       // (iq4_nl re-fits a least-squares scale, so only its values are checked for stability.)
       pack_row(f, restored, repacked, opt);
-      if (f.id() != FormatId::kIq4Nl && f.id() != FormatId::kIq4NlHad) {
+      if (f.id() != FormatId::kIq4Nl && f.id() != FormatId::kIq4NlHad &&
+          f.id() != FormatId::kIq4NlHad64) {
         ASSERT_EQ(packed, repacked) << c.format << " d=" << c.head_dim << " seed " << seed;
       } else {
         unpack_row(f, repacked, restored2, opt);
@@ -275,7 +290,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"fp8_per_token_head", 128, 32}, Case{"fp8_per_token_head", 100, 32},
         Case{"int8_per_token_head", 8, 32}, Case{"int8_per_token_head", 64, 32},
         Case{"int8_per_token_head", 100, 32}, Case{"q8_0_had", 64, 32}, Case{"q4_0_had", 32, 32},
-        Case{"q4_0_had", 128, 32}, Case{"q4_0_had", 256, 32}, Case{"iq4_nl_had", 128, 32}),
+        Case{"q4_0_had", 128, 32}, Case{"q4_0_had", 256, 32}, Case{"iq4_nl_had", 128, 32},
+        Case{"q4_1_had", 64, 32}, Case{"q5_0_had", 128, 32}, Case{"q5_1_had", 256, 32},
+        Case{"q8_0_had64", 64, 32}, Case{"q4_0_had64", 192, 32}, Case{"q4_1_had64", 256, 32},
+        Case{"q5_0_had64", 128, 32}, Case{"q5_1_had64", 320, 32}, Case{"iq4_nl_had64", 256, 32}),
     [](const auto& info) {
       return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
              std::to_string(info.param.group);
@@ -299,9 +317,33 @@ TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {
 }
 
 TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
-  for (const char* name : {"int8", "int4", "int2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
-                           "mxfp4", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4", "fp8_per_token_head",
-                           "int8_per_token_head", "q8_0_had", "q4_0_had", "iq4_nl_had"}) {
+  for (const char* name : {"int8",
+                           "int4",
+                           "int2",
+                           "q8_0",
+                           "q4_0",
+                           "q4_1",
+                           "q5_0",
+                           "q5_1",
+                           "iq4_nl",
+                           "mxfp4",
+                           "mxfp6_e2m3",
+                           "mxfp8_e4m3",
+                           "nvfp4",
+                           "fp8_per_token_head",
+                           "int8_per_token_head",
+                           "q8_0_had",
+                           "q4_0_had",
+                           "iq4_nl_had",
+                           "q4_1_had",
+                           "q5_0_had",
+                           "q5_1_had",
+                           "q8_0_had64",
+                           "q4_0_had64",
+                           "q4_1_had64",
+                           "q5_0_had64",
+                           "q5_1_had64",
+                           "iq4_nl_had64"}) {
     const Format f = Format::parse(name);
     for (float value : {0.0f, 2.5f, -1.0f}) {
       std::vector<float> row(64, value), back(64, std::nanf(""));

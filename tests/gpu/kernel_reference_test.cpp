@@ -64,7 +64,7 @@ TEST(RowFormat, AgreesWithFormatSizeForEveryFormat) {
 TEST(PackReference, BytesAndValuesMatchSrcFormats) {
   uint32_t seed = 100;
   for (const Format& f : kernel_formats()) {
-    for (int D : {32, 64, 128}) {
+    for (const int D : pack_test_head_dims(f)) {
       for (DenseType type : {DenseType::kF32, DenseType::kF16, DenseType::kBF16}) {
         check_pack_unpack({f, D, 3, 32, type, 37, 5, 16, seed++}, false);
       }

@@ -65,6 +65,18 @@ class DeviceArena {
   std::vector<void*> ptrs_;
 };
 
+// The row sizes each format is checked at: 32, 64, 128 and 192, those it packs (the whole-row
+// rotations need a power of two, the *_had64 spans whole spans of 64); at least two of them.
+inline std::vector<int> pack_test_head_dims(const Format& f) {
+  std::vector<int> out;
+  RowFormat r;
+  for (const int d : {32, 64, 128, 192}) {
+    if (make_row_format(static_cast<uint16_t>(f.id()), d, 32, &r)) out.push_back(d);
+  }
+  EXPECT_GE(out.size(), 2u) << f.name();
+  return out;
+}
+
 inline constexpr uint8_t kPoisonByte = 0xA5;
 
 struct PackCase {

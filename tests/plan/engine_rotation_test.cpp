@@ -4,7 +4,9 @@
 //   largest power of two dividing head_dim, V in blocks of 64; f16/bf16 never; the environment
 //   variable LLAMA_ATTN_ROT_DISABLE turns both off;
 // - ik_llama.cpp: -khad / -vhad rotate every layer's K / V in blocks of hadamard_size(head size):
-//   the head size when it is a power of two (src/llama-model.h).
+//   the head size when it is a power of two, else the largest of 512 ... 64 dividing it
+//   (src/llama-model.h).
+// kvplan packs the whole-row rotation (*_had) and the rotation in spans of 64 (*_had64).
 #include <string>
 
 #include <gtest/gtest.h>
@@ -25,13 +27,20 @@ KvPair pair(const char* name) {
 }
 
 TEST(EngineRotation, RotatedFormatsAreTheTwinsOfTheCacheTypes) {
-  EXPECT_EQ(rotated_twin(Format::parse("q8_0")), Format::parse("q8_0_had"));
-  EXPECT_EQ(rotated_twin(Format::parse("iq4_nl")), Format::parse("iq4_nl_had"));
-  EXPECT_FALSE(rotated_twin(Format::parse("q5_0")).has_value());
-  EXPECT_EQ(engine_cache_type(Format::parse("q4_0_had")), Format::parse("q4_0"));
+  // Every quantized llama.cpp cache type has both twins.
+  for (const char* plain : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"}) {
+    const Format f = Format::parse(plain);
+    EXPECT_EQ(rotated_twin(f, 0), Format::parse(std::string(plain) + "_had")) << plain;
+    EXPECT_EQ(rotated_twin(f, 64), Format::parse(std::string(plain) + "_had64")) << plain;
+    EXPECT_EQ(engine_cache_type(*rotated_twin(f, 0)), f) << plain;
+    EXPECT_EQ(engine_cache_type(*rotated_twin(f, 64)), f) << plain;
+  }
+  EXPECT_FALSE(rotated_twin(Format::parse("f16"), 0).has_value());
+  EXPECT_FALSE(rotated_twin(Format::parse("q8_0"), 128).has_value());
   EXPECT_EQ(engine_cache_type(Format::parse("q5_1")), Format::parse("q5_1"));
   // At some head_dim the llamas store them; engines that do not rotate never do.
-  for (const char* f : {"q8_0_had", "q4_0_had", "iq4_nl_had"}) {
+  for (const char* f :
+       {"q8_0_had", "q4_0_had", "iq4_nl_had", "q5_1_had", "q4_1_had64", "iq4_nl_had64"}) {
     EXPECT_TRUE(engine_stores(llama(), Format::parse(f))) << f;
     EXPECT_TRUE(engine_stores(ik(), Format::parse(f))) << f;
     EXPECT_FALSE(engine_stores(engine_spec(EngineId::kVllm), Format::parse(f))) << f;
@@ -55,13 +64,29 @@ TEST(EngineRotation, LlamaCppStoresRotatedPairsByDefaultAtHeadDim64) {
 }
 
 TEST(EngineRotation, LlamaCppRotatesValuesInBlocksOf64) {
-  // head_dim 128: K's block is the row (kvplan's rotation), V's is 64 (not kvplan's).
-  EXPECT_TRUE(engine_stores(llama(), pair("q8_0_had/f16"), 128));
-  EXPECT_FALSE(engine_stores(llama(), pair("q8_0_had/q8_0_had"), 128));
-  EXPECT_FALSE(engine_stores(llama(), pair("f16/q4_0_had"), 128));
-  EXPECT_EQ(setting_for(llama(), pair("q8_0/q8_0"), 128)->disabled_by_environment, true);
-  // head_dim 192: K's block is 64 too.
+  // head_dim 64: one span is the row, so the whole-row names are the ones offered.
+  EXPECT_TRUE(engine_stores(llama(), pair("q5_0_had/q4_1_had"), 64));
+  EXPECT_FALSE(engine_stores(llama(), pair("q8_0_had/q8_0_had64"), 64));
+  EXPECT_EQ(engine_rotation_span(llama(), 64, false), 0);
+  // head_dim 128 and 256: K's block is the row, V's is 64.
+  for (const int d : {128, 256}) {
+    EXPECT_EQ(engine_rotation_span(llama(), d, true), 0) << d;
+    EXPECT_EQ(engine_rotation_span(llama(), d, false), 64) << d;
+    EXPECT_TRUE(engine_stores(llama(), pair("q8_0_had/q4_0_had64"), d)) << d;
+    EXPECT_TRUE(engine_stores(llama(), pair("q8_0_had/f16"), d)) << d;
+    EXPECT_FALSE(engine_stores(llama(), pair("q8_0_had/q8_0_had"), d)) << d;
+    EXPECT_FALSE(engine_stores(llama(), pair("q8_0_had64/q8_0_had64"), d)) << d;
+    EXPECT_FALSE(engine_stores(llama(), pair("f16/q4_0_had"), d)) << d;
+    EXPECT_EQ(setting_for(llama(), pair("q8_0/q8_0"), d)->disabled_by_environment, true) << d;
+  }
+  // head_dim 192: K's block is 64 too (the largest power of two dividing it); at 384 it is 128,
+  // which no kvplan format rotates: K is then offered unrotated only.
+  EXPECT_TRUE(engine_stores(llama(), pair("q8_0_had64/iq4_nl_had64"), 192));
   EXPECT_FALSE(engine_stores(llama(), pair("q8_0_had/f16"), 192));
+  EXPECT_FALSE(engine_rotation_span(llama(), 384, true).has_value());
+  EXPECT_EQ(engine_rotation_span(llama(), 384, false), 64);
+  EXPECT_FALSE(engine_stores(llama(), pair("q8_0_had64/f16"), 384));
+  EXPECT_TRUE(engine_stores(llama(), pair("f16/q8_0_had64"), 384));
   // head_dim 32 or 96: nothing rotated, no environment needed.
   for (const int d : {32, 96}) {
     ASSERT_EQ(rotation_settings(llama(), d).size(), 1u) << d;
@@ -85,12 +110,19 @@ TEST(EngineRotation, IkLlamaCppRotatesEachSideOnItsOwnSwitch) {
   EXPECT_FALSE(setting_stores(ik(), settings[1], 64, true, Format::parse("q8_0")));
   EXPECT_TRUE(setting_stores(ik(), settings[1], 64, true, Format::parse("f16")));
   EXPECT_FALSE(setting_stores(ik(), settings[0], 64, true, Format::parse("q8_0_had")));
-  // q5_0 rotated is not a format kvplan packs: -khad leaves no key side for it.
+  // Under -khad q5_0 keys are q5_0_had; the spans of 64 are the whole row's names at 64.
   EXPECT_FALSE(setting_stores(ik(), settings[1], 64, true, Format::parse("q5_0")));
-  // Any power-of-two head size is rotated whole (128, 256); 192 in blocks of 64, not kvplan's.
+  EXPECT_TRUE(setting_stores(ik(), settings[1], 64, true, Format::parse("q5_0_had")));
+  EXPECT_FALSE(setting_stores(ik(), settings[1], 64, true, Format::parse("q5_0_had64")));
+  // Any power-of-two head size is rotated whole (128, 256); 192 and 320 in blocks of 64; 384 in
+  // blocks of 128, which no kvplan format rotates (only the setting without flags).
   EXPECT_EQ(rotation_settings(ik(), 256).size(), 4u);
-  EXPECT_EQ(rotation_settings(ik(), 192).size(), 1u);
+  EXPECT_EQ(rotation_settings(ik(), 192).size(), 4u);
+  EXPECT_TRUE(engine_stores(ik(), pair("q8_0_had64/q8_0"), 192));
   EXPECT_FALSE(engine_stores(ik(), pair("q8_0_had/q8_0"), 192));
+  EXPECT_EQ(engine_rotation_span(ik(), 320, true), 64);
+  EXPECT_EQ(rotation_settings(ik(), 384).size(), 1u);
+  EXPECT_EQ(rotation_settings(ik(), 96).size(), 1u);
 }
 
 TEST(EngineRotation, EnginesThatDoNotRotateHaveOneSetting) {

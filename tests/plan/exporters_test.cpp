@@ -169,24 +169,34 @@ TEST(Exporters, LlamaCppGivesRotatedPairsAsItsDefaultAndUnrotatedOnesTheEnvironm
   for (const std::string& n : rotated.notes)
     says_rotated = says_rotated || n.find("PR #21038") != std::string::npos;
   EXPECT_TRUE(says_rotated);
-  // head_dim 128: V is rotated in blocks of 64, which kvplan does not pack: the unrotated pair.
+  // head_dim 128: V is rotated in spans of 64, so the whole-row q4_0_had is not what llama.cpp
+  // stores there: the unrotated pair, with the environment variable.
   Plan wide = p;
   wide.model.geometry = KvGeometry::uniform("m", 4, 1, 128);
   const PlanExport unrotated = export_llamacpp(wide);
   EXPECT_EQ(unrotated.text, "export LLAMA_ATTN_ROT_DISABLE=1\n-ctk q8_0 -ctv q4_0 -fa on");
   EXPECT_EQ(unrotated.runs.front(), KvPair::parse("q8_0/q4_0"));
+  // Measured as llama.cpp stores it by default there (V in spans of 64): no environment needed.
+  wide.results.baselines.push_back({.kv = "q8_0_had/q4_0_had64", .mean_kl = 0.005});
+  const PlanExport spans = export_llamacpp(wide);
+  EXPECT_EQ(spans.text, "-ctk q8_0 -ctv q4_0 -fa on");
+  EXPECT_EQ(spans.runs.front(), KvPair::parse("q8_0_had/q4_0_had64"));
   // head_dim 32: llama.cpp rotates nothing.
   Plan narrow = plan_with({"K8V4", "K8V4"}, 32);
   narrow.results.baselines = {{.kv = "q8_0/q4_0", .mean_kl = 0.01}};
   EXPECT_EQ(export_llamacpp(narrow).text, "-ctk q8_0 -ctv q4_0 -fa on");
   // Unmeasured at head_dim 64: the largest pair that fits, as llama.cpp stores it by default
-  // (q8_0 rotated), or unrotated where kvplan packs no rotated twin (q4_1).
+  // (every quantized type rotated: q4_1 too).
   const PlanExport unmeasured = export_llamacpp(plan_with({"KV8", "KV8"}));
   EXPECT_EQ(unmeasured.text, "-ctk q8_0 -ctv q8_0 -fa on");
   EXPECT_EQ(unmeasured.runs.front(), KvPair::parse("q8_0_had/q8_0_had"));
-  const PlanExport no_twin = export_llamacpp(plan_with({"K8V4", "K8V4", "KV8", "K4V2"}));
-  EXPECT_EQ(no_twin.text, "export LLAMA_ATTN_ROT_DISABLE=1\n-ctk q8_0 -ctv q4_1 -fa on");
-  EXPECT_EQ(no_twin.runs.front(), KvPair::parse("q8_0/q4_1"));
+  const PlanExport mixed = export_llamacpp(plan_with({"K8V4", "K8V4", "KV8", "K4V2"}));
+  EXPECT_EQ(mixed.text, "-ctk q8_0 -ctv q4_1 -fa on");
+  EXPECT_EQ(mixed.runs.front(), KvPair::parse("q8_0_had/q4_1_had"));
+  // At head_dim 256 the unmeasured default stores V in spans of 64.
+  const PlanExport wide_unmeasured = export_llamacpp(plan_with({"KV8", "KV8"}, 256));
+  EXPECT_EQ(wide_unmeasured.text, "-ctk q8_0 -ctv q8_0 -fa on");
+  EXPECT_EQ(wide_unmeasured.runs.front(), KvPair::parse("q8_0_had/q8_0_had64"));
 }
 
 TEST(Exporters, VllmExpressesFp8AndSkippedLayersOnly) {
