@@ -313,7 +313,8 @@ TEST(EngineSpace, TurboquantTakesOnePresetAndKeepsItsBoundaryLayers) {
 // LLAMA_ATTN_ROT_DISABLE: each search space holds one of the two, never a rotated side beside an
 // unrotated quantized one, and the better within the budget is taken.
 TEST(EngineSpace, LlamaCppSearchesItsRotatedDefaultAndItsUnrotatedSettingApart) {
-  const std::vector<const char*> formats{"f16", "q8_0", "q4_0", "q4_1", "q8_0_had", "q4_0_had"};
+  const std::vector<const char*> formats{"f16",      "q8_0",     "q4_0",       "q4_1",
+                                         "q8_0_had", "q4_0_had", "q4_0_had64", "q8_0_had64"};
   // Rotation halves the error of q4_0 here (its nominal bits are the same: 4.5).
   auto layers = catalogue_layers({1, 2, 0.5, 1}, formats);
   const auto rotated = [](const Format& f) { return engine_cache_type(f) != f; };
@@ -345,15 +346,32 @@ TEST(EngineSpace, LlamaCppSearchesItsRotatedDefaultAndItsUnrotatedSettingApart) 
   EXPECT_NE(plain.structure.find("LLAMA_ATTN_ROT_DISABLE=1"), std::string::npos);
   for (const KvPair& p : plain.space.groups.at(0).choices)
     EXPECT_FALSE(rotated(p.key) || rotated(p.value)) << p.name();
-  // head_dim 128: values are rotated in blocks of 64, which kvplan does not pack; a rotated
-  // setting keeps only 16-bit values.
-  const EngineSpace wide = engine_search_space(layers, llama, 128, MemoryMeasure::kBytes, 1e9);
-  for (const KvPair& p : wide.space.groups.at(0).choices) {
-    EXPECT_FALSE(rotated(p.value)) << p.name();
-    if (rotated(p.key)) {
-      EXPECT_EQ(p.value.family(), FormatFamily::kPlain) << p.name();
+  // At head_dim 64 a span of 64 is the row: the pairs are named with the whole-row formats.
+  for (const KvPair& p : s.space.groups.at(0).choices) {
+    EXPECT_EQ(p.key.info().rotation_span, 0) << p.name();
+    EXPECT_EQ(p.value.info().rotation_span, 0) << p.name();
+  }
+  // head_dim 128: keys rotated whole, values in spans of 64 (*_had64).
+  for (LayerCandidates& l : layers) {
+    for (LayerCandidate& c : l.candidates) {
+      if (rotated(c.pair.key)) c.error /= 8;
+      if (rotated(c.pair.value)) c.error /= 8;
     }
   }
+  const EngineSpace wide = engine_search_space(layers, llama, 128, MemoryMeasure::kBytes, 4 * q4);
+  EXPECT_EQ(wide.rotation, (RotationSetting{true, true, false})) << wide.structure;
+  bool quantized_values = false;
+  for (const KvPair& p : wide.space.groups.at(0).choices) {
+    if (rotated(p.key)) {
+      EXPECT_EQ(p.key.info().rotation_span, 0) << p.name();
+    }
+    if (rotated(p.value)) {
+      EXPECT_EQ(p.value.info().rotation_span, 64) << p.name();
+    }
+    EXPECT_TRUE(rotated(p.value) || p.value.family() == FormatFamily::kPlain) << p.name();
+    quantized_values = quantized_values || rotated(p.value);
+  }
+  EXPECT_TRUE(quantized_values);
 }
 
 // ik_llama.cpp rotates keys and values on switches of their own: keys that gain from rotation
