@@ -30,9 +30,16 @@ bool packs_every_layer(const ModelConfig& c, const KvPair& pair, const QuantSett
 }
 
 // Two formats with the same key pack identical codes on this side (int4 and int4_g64 on rows of 32
-// values; int4 and int4_kivi when the plan's mode already packs every key per channel).
+// values; int4 and int4_kivi when the plan's mode already packs every key per channel; q4_0_had
+// and q4_0_had64 on rows of 64 values, one span). Ints: {-1, bits, group, per channel}; rotated
+// blocks: {-2, codec, values rotated together, false}; any other format: {id, 0, 0, false}.
 std::tuple<int, int, size_t, bool> packing_key(const KvPair& side_pair, Format f,
                                                const QuantSettings& settings, size_t head_dim) {
+  const FormatInfo& info = f.info();
+  if (info.rotated && info.block_values > 0) {
+    const size_t span = info.rotation_span > 0 ? static_cast<size_t>(info.rotation_span) : head_dim;
+    return {-2, static_cast<int>(info.codec), span, false};
+  }
   if (f.family() != FormatFamily::kUniformInt) return {static_cast<int>(f.id()), 0, 0, false};
   const bool per_channel = side_pair.key == f && keys_packed_per_channel(side_pair, settings);
   const size_t row = per_channel ? settings.group_size : head_dim;
@@ -126,8 +133,9 @@ SideCandidates catalog_side_candidates(const ModelConfig& config, const QuantSet
                                      [&](const Format& k) { return side_key(k) == side_key(f); });
       if (same != kept.end()) {
         const auto [id, bits, group, per_channel] = side_key(f);
-        out.skipped.push_back(fmt::format("{} for {}: packs exactly like {} (groups of {} {})",
-                                          f.name(), side, same->name(), group,
+        out.skipped.push_back(fmt::format("{} for {}: packs exactly like {} ({} {} {})", f.name(),
+                                          side, same->name(),
+                                          id == -2 ? "rotated spans of" : "groups of", group,
                                           per_channel ? "tokens per channel" : "values per row"));
         continue;
       }

@@ -45,6 +45,22 @@ TEST(SideCandidates, WholeCatalogueForKeysAndValuesWithAnchors) {
   for (const bool m : all.dkl_measured) EXPECT_TRUE(m);
 }
 
+TEST(SideCandidates, RotationsOfTheSameSpanAreOneCandidate) {
+  // At head_dim 64 one span of 64 is the row: q4_0_had64 packs q4_0_had's bytes and is left out
+  // (the first in catalogue order stays); at 128 they differ and both are searched.
+  const std::vector<Format> formats{Format::parse("q4_0_had"), Format::parse("q4_0_had64"),
+                                    Format::parse("q8_0_had64")};
+  const SideCandidates narrow = catalog_side_candidates(config(2, 3, 64), {}, {.formats = formats});
+  ASSERT_EQ(narrow.skipped.size(), 2u);  // keys and values
+  EXPECT_EQ(
+      narrow.skipped[0],
+      "q4_0_had64 for keys: packs exactly like q4_0_had (rotated spans of 64 values per row)");
+  EXPECT_EQ(narrow.candidates.size(), 2u + 2u + 1u);
+  const SideCandidates wide = catalog_side_candidates(config(2, 3, 128), {}, {.formats = formats});
+  EXPECT_TRUE(wide.skipped.empty());
+  EXPECT_EQ(wide.candidates.size(), 3u + 3u + 1u);
+}
+
 TEST(SideCandidates, SmallestPlanFromFormatSizes) {
   const ModelConfig c = config(2, 3, 64);
   const SideCandidates s = catalog_side_candidates(c, {}, {});
