@@ -91,6 +91,8 @@ TEST(DecodeReference, MatchesF64Attention) {
   check_decode({F("tq_mse4"), F("tq_int4"), 128, 4, 2, 32, {70, 5}, 16, 0, 9}, false);
   check_decode({F("tq_mse3"), F("tq_int3"), 64, 2, 1, 32, {33, 90}, 16, 2, 10}, false);
   check_decode({F("tq_fp8"), F("tq_int4"), 256, 8, 2, 32, {17}, 16, 1, 11}, false);
+  // Rotated rows: keys whole (one unit per row), values in spans of 64 (two units per row).
+  check_decode({F("q5_0_had"), F("iq4_nl_had64"), 128, 4, 2, 32, {65, 7}, 16, 1, 12}, false);
 }
 
 TEST(BatchedReference, MatchesF64Attention) {
