@@ -20,15 +20,15 @@
 namespace kvplan {
 
 enum class FormatFamily : uint8_t {
-  kPlain,        // f32 / f16 / bf16
-  kUniformInt,   // int8 / int4 / int2: asymmetric min/max groups, f16 scale + zero
-  kGgml,         // llama.cpp blocks of 32
-  kFp8,          // OCP FP8 with a per-(layer, head) f32 scale kept outside the row
-  kMicroscaled,  // small floats with a float scale per block (OCP MX, NVFP4)
-  kTurboQuant,   // vLLM's TurboQuant rows: rotated Lloyd-Max keys, per-row uniform values, raw FP8
-  kRotatedInt,   // ints of a randomized-Hadamard-rotated row, one scale per row (vLLM int4 KV)
-  kRowScaledInt, // symmetric ints of the row as it is, one f32 scale per row (vLLM int8 KV)
-  kOpaqueSlot,   // bytes kvplan stores and moves but never interprets
+  kPlain,         // f32 / f16 / bf16
+  kUniformInt,    // int8 / int4 / int2: asymmetric min/max groups, f16 scale + zero
+  kGgml,          // llama.cpp blocks of 32
+  kFp8,           // OCP FP8 with a per-(layer, head) f32 scale kept outside the row
+  kMicroscaled,   // small floats with a float scale per block (OCP MX, NVFP4)
+  kTurboQuant,    // vLLM's TurboQuant rows: rotated Lloyd-Max keys, per-row uniform values, raw FP8
+  kRotatedInt,    // ints of a randomized-Hadamard-rotated row, one scale per row (vLLM int4 KV)
+  kRowScaledInt,  // symmetric ints of the row as it is, one f32 scale per row (vLLM int8 KV)
+  kOpaqueSlot,    // bytes kvplan stores and moves but never interprets
 };
 
 // How a row of head_dim values splits into units packed independently of each other.
@@ -278,12 +278,32 @@ KVPLAN_HD constexpr bool per_value_codec(Codec c) {
          c == Codec::kFp8E5M2 || c == Codec::kTqFp8;
 }
 
+// The ggml codec a Hadamard codec packs the rotated values with (q4_0 for q4_0_had and
+// q4_0_had64: the cache type a rotating engine is given); kNone for every other codec.
+KVPLAN_HD constexpr Codec rotated_inner_codec(Codec c) {
+  switch (c) {
+    case Codec::kHadamardQ8_0:
+      return Codec::kQ8_0;
+    case Codec::kHadamardQ4_0:
+      return Codec::kQ4_0;
+    case Codec::kHadamardQ4_1:
+      return Codec::kQ4_1;
+    case Codec::kHadamardQ5_0:
+      return Codec::kQ5_0;
+    case Codec::kHadamardQ5_1:
+      return Codec::kQ5_1;
+    case Codec::kHadamardIq4Nl:
+      return Codec::kIq4Nl;
+    default:
+      return Codec::kNone;
+  }
+}
+
 // Codecs that rotate their unit before quantizing it (the Hadamard formats, TurboQuant keys): the
 // whole row, or a span of it (RowUnit::kRotatedSpans).
 KVPLAN_HD constexpr bool codec_rotates_row(Codec c) {
-  return c == Codec::kHadamardQ8_0 || c == Codec::kHadamardQ4_0 || c == Codec::kHadamardQ4_1 ||
-         c == Codec::kHadamardQ5_0 || c == Codec::kHadamardQ5_1 || c == Codec::kHadamardIq4Nl ||
-         c == Codec::kTqMse3 || c == Codec::kTqMse4 || c == Codec::kInt4PerTokenHead;
+  return rotated_inner_codec(c) != Codec::kNone || c == Codec::kTqMse3 || c == Codec::kTqMse4 ||
+         c == Codec::kInt4PerTokenHead;
 }
 
 // The least row a rotating codec packs: those with tables per head_dim start at kMinTabulatedRow.

@@ -75,20 +75,6 @@ constexpr std::array kEngines{
                ""},
 };
 
-// The cache types a rotating engine stores as kvplan's rotated formats (the same blocks, of the
-// rotated row or of its spans of 64).
-struct RotatedTwins {
-  FormatId plain, whole_row, span64;
-};
-constexpr std::array kRotatedTwins{
-    RotatedTwins{FormatId::kQ8_0, FormatId::kQ8_0Had, FormatId::kQ8_0Had64},
-    RotatedTwins{FormatId::kQ4_0, FormatId::kQ4_0Had, FormatId::kQ4_0Had64},
-    RotatedTwins{FormatId::kQ4_1, FormatId::kQ4_1Had, FormatId::kQ4_1Had64},
-    RotatedTwins{FormatId::kQ5_0, FormatId::kQ5_0Had, FormatId::kQ5_0Had64},
-    RotatedTwins{FormatId::kQ5_1, FormatId::kQ5_1Had, FormatId::kQ5_1Had64},
-    RotatedTwins{FormatId::kIq4Nl, FormatId::kIq4NlHad, FormatId::kIq4NlHad64},
-};
-
 bool is_power_of_two(int n) {
   return n > 0 && (n & (n - 1)) == 0;
 }
@@ -173,17 +159,22 @@ std::optional<int> engine_rotation_span(const EngineSpec& engine, int head_dim, 
   return std::nullopt;  // not rotated, or in blocks kvplan packs no format for (128 of 384)
 }
 
+// The twins come from the format table: a rotated format's codec wraps its cache type's.
 std::optional<Format> rotated_twin(const Format& f, int span) {
-  for (const RotatedTwins& t : kRotatedTwins) {
-    if (f.id() == t.plain && span == 0) return Format(t.whole_row);
-    if (f.id() == t.plain && span == kHadamardSpan) return Format(t.span64);
+  if (f.is_slot()) return std::nullopt;
+  for (const FormatInfo& info : all_format_infos()) {
+    if (rotated_inner_codec(info.codec) == f.info().codec && info.rotation_span == span) {
+      return Format(info.id);
+    }
   }
   return std::nullopt;
 }
 
 Format engine_cache_type(const Format& f) {
-  for (const RotatedTwins& t : kRotatedTwins) {
-    if (f.id() == t.whole_row || f.id() == t.span64) return Format(t.plain);
+  const Codec inner = f.is_slot() ? Codec::kNone : rotated_inner_codec(f.info().codec);
+  if (inner == Codec::kNone) return f;
+  for (const FormatInfo& info : all_format_infos()) {
+    if (info.codec == inner) return Format(info.id);
   }
   return f;
 }
