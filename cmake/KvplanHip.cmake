@@ -1,5 +1,5 @@
-# GPU kernels (kernels/*.hip) for KVPLAN_HIP=AMD (hipcc) or NVIDIA (nvcc, the same sources through
-# kernels/gpu_compat.h). All toolchain logic lives here; the rest of the build sees one static
+# GPU kernels (src/kernels/*.hip) for KVPLAN_HIP=AMD (hipcc) or NVIDIA (nvcc, the same sources through
+# src/kernels/gpu_compat.h). All toolchain logic lives here; the rest of the build sees one static
 # library, kvplan_kernels, and the variable KVPLAN_GPU_ENABLED.
 #
 # Compilers are called from add_custom_command rather than CMake's HIP/CUDA languages: Debian 12's
@@ -17,10 +17,11 @@ if(NOT KVPLAN_HIP MATCHES "^(AMD|NVIDIA)$")
   message(FATAL_ERROR "KVPLAN_HIP must be OFF, AMD or NVIDIA; got '${KVPLAN_HIP}'")
 endif()
 
-set(_kvplan_kernel_dir ${PROJECT_SOURCE_DIR}/kernels)
+set(_kvplan_kernel_dir ${PROJECT_SOURCE_DIR}/src/kernels)
 set(_kvplan_kernel_sources gpu_runtime.hip kv_pack.hip kv_attention.hip)
-file(GLOB _kvplan_kernel_headers CONFIGURE_DEPENDS ${_kvplan_kernel_dir}/*.h)
-set(_kvplan_common_flags -O3 -std=c++20 -DNDEBUG -I${PROJECT_SOURCE_DIR})
+file(GLOB _kvplan_kernel_headers CONFIGURE_DEPENDS ${_kvplan_kernel_dir}/*.h
+     ${PROJECT_SOURCE_DIR}/src/formats/*.h)
+set(_kvplan_common_flags -O3 -std=c++20 -DNDEBUG -I${PROJECT_SOURCE_DIR}/src)
 
 if(KVPLAN_HIP STREQUAL "AMD")
   find_program(KVPLAN_HIPCC hipcc REQUIRED)
@@ -69,7 +70,7 @@ endforeach()
 set_source_files_properties(${_kvplan_objects} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
 add_library(kvplan_kernels STATIC ${_kvplan_objects})
 set_target_properties(kvplan_kernels PROPERTIES LINKER_LANGUAGE CXX)
-target_include_directories(kvplan_kernels INTERFACE ${PROJECT_SOURCE_DIR})
+target_include_directories(kvplan_kernels INTERFACE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(kvplan_kernels INTERFACE ${_kvplan_gpu_link})
 target_compile_definitions(kvplan_kernels INTERFACE ${_kvplan_gpu_define})
 set(KVPLAN_GPU_ENABLED ON)

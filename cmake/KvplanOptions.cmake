@@ -7,7 +7,7 @@ set(KVPLAN_SANITIZE "" CACHE STRING "Sanitizers: '', 'address;undefined' or 'thr
 # libFuzzer targets in tests/fuzz (clang only; scripts/fuzz.sh): the libraries are compiled with
 # -fsanitize=fuzzer-no-link,address,undefined and each target links -fsanitize=fuzzer.
 option(KVPLAN_FUZZ "Build tests/fuzz as libFuzzer targets instead of replay tests (clang)" OFF)
-set(KVPLAN_HIP "OFF" CACHE STRING "GPU backend: OFF, AMD (hipcc) or NVIDIA (nvcc through kernels/gpu_compat.h)")
+set(KVPLAN_HIP "OFF" CACHE STRING "GPU backend: OFF, AMD (hipcc) or NVIDIA (nvcc through src/kernels/gpu_compat.h)")
 set_property(CACHE KVPLAN_HIP PROPERTY STRINGS OFF AMD NVIDIA)
 
 # Code generation flags every target (libraries, tests, tools) must share.
@@ -16,7 +16,7 @@ target_compile_options(kvplan_build_flags INTERFACE
   # Quantized codes must be bit-identical between CPU and GPU builds: forbid the compiler from
   # fusing a*b+c into an FMA, which changes rounding.
   -ffp-contract=off
-  # Honour `omp simd` reductions (kernels/kv_format_math.h) without the OpenMP runtime.
+  # Honour `omp simd` reductions (src/formats/kv_format_math.h) without the OpenMP runtime.
   -fopenmp-simd)
 
 # Warnings for kvplan's own library and tool sources (tests use a lighter set).
@@ -56,7 +56,7 @@ endif()
 function(kvplan_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
-  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(${name} PUBLIC kvplan_build_flags ${ARG_DEPS} PRIVATE kvplan_warnings ${ARG_PRIVATE_DEPS})
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()

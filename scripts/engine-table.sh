@@ -5,7 +5,7 @@
 # OUT/engines/report-engines-BUDGET.{md,html}, and each plan's layers and export in
 # OUT/engines/engines-BUDGET.md (scripts/engine_table.py).
 #
-#   scripts/engine-table.sh          # SmolLM2-135M at 6480 B/token -> reports/smollm2-135m/engines
+#   scripts/engine-table.sh          # SmolLM2-135M at 6480 B/token -> data/reference/smollm2-135m/engines
 #   scripts/engine-table.sh --model M.gguf --budget 6480 --out DIR
 #
 # Every search measures its plan and the uniform baselines on the report text (never used to
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
-model="" budget=6480 out="reports/smollm2-135m"
+model="" budget=6480 out="data/reference/smollm2-135m"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;

@@ -230,16 +230,16 @@ def trimmed_plan(plan, n_layers):
 
 
 def plan_seeds():
-    for path in ["configs/plans/minimax-m2.5-slot134.json", "reports/smollm2-135m/plan-4bit.json"]:
+    for path in ["configs/plans/minimax-m2.5-slot134.json", "data/reference/smollm2-135m/plan-4bit.json"]:
         plan = load(path)
         write("plan", os.path.basename(path).replace(".json", "-2layers.json"),
               json.dumps(trimmed_plan(plan, 2), indent=1))
-    write("plan", "plan-3bit.json", open(os.path.join(root, "reports/smollm2-135m/plan-3bit.json"),
+    write("plan", "plan-3bit.json", open(os.path.join(root, "data/reference/smollm2-135m/plan-3bit.json"),
                                          "rb").read())
 
 
 def profile_seeds():
-    prof = load("reports/smollm2-135m/profile.json")
+    prof = load("data/reference/smollm2-135m/profile.json")
     keep = prof["candidates"][:3]
     p = copy.deepcopy(prof)
     p["model"]["num_layers"] = 2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU check for a machine with an NVIDIA GPU: builds the NVIDIA path (nvcc through
-# kernels/gpu_compat.h) into its own build dir, runs the GPU kernel tests and the kernel benchmark,
+# src/kernels/gpu_compat.h) into its own build dir, runs the GPU kernel tests and the kernel benchmark,
 # and prints a short table. Needs the packages of scripts/install-deps.sh plus a CUDA toolkit.
 #
 #   scripts/gpu-check.sh                      # build-cuda, architecture from nvidia-smi (else 90)
@@ -28,16 +28,17 @@ fi
 echo "gpu-check: configuring ${backend} build in ${build_dir}"
 cmake -S . -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPLAN_WERROR=ON \
   -DKVPLAN_BUILD_BENCHMARKS=OFF -DKVPLAN_HIP="${backend}" "${arch_flags[@]}" >/dev/null
-echo "gpu-check: building kvplan_gpu_test and kvplan (-j${jobs})"
-cmake --build "${build_dir}" -j "${jobs}" --target kvplan_gpu_test kvplan kvplan_gpu_cli_test kvplan_runtime_test \
+echo "gpu-check: building the GPU tests and kvplan (-j${jobs})"
+cmake --build "${build_dir}" -j "${jobs}" --target kvplan_kernels_test kvplan_gpu_test kvplan kvplan_cli_test kvplan_runtime_test \
   kvplan_runtime_stress_test kvplan_bench_runtime >/dev/null
 mkdir -p "${out_dir}"
 built=$(date +%s)
 
 echo "gpu-check: running the kernel tests"
 set +e
-timeout 240 "${build_dir}/tests/gpu/kvplan_gpu_test" > "${out_dir}/tests.log" 2>&1
+timeout 240 "${build_dir}/tests/kernels/kvplan_kernels_test" > "${out_dir}/tests.log" 2>&1
 test_rc=$?
+timeout 60 "${build_dir}/tests/gpu/kvplan_gpu_test" >> "${out_dir}/tests.log" 2>&1 || test_rc=1
 set -e
 tested=$(date +%s)
 if grep -q "SKIPPED.*GpuKernels" "${out_dir}/tests.log"; then
@@ -48,7 +49,7 @@ fi
 
 echo "gpu-check: kvplan profile --device gpu against --device cpu (stories260K)"
 set +e
-timeout 180 "${build_dir}/tests/gpu/kvplan_gpu_cli_test" --gtest_filter='ProfileOnGpu*' \
+timeout 180 "${build_dir}/tests/cli/kvplan_cli_test" --gtest_filter='ProfileOnGpu*' \
   > "${out_dir}/profile.log" 2>&1
 profile_rc=$?
 set -e

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates the reference precision plans and reports in reports/<model>/ from scratch: profile
+# Regenerates the reference precision plans and reports in data/reference/<model>/ from scratch: profile
 # the model (`kvplan tune --profile-out`), search the plan, then write report.html and report.md
 # (`kvplan report`). The CI job of .github/workflows/plans.yml runs it with --check.
 #
-#   scripts/regenerate-reports.sh                      # every model, rewrite reports/<model>/
+#   scripts/regenerate-reports.sh                      # every model, rewrite data/reference/<model>/
 #   scripts/regenerate-reports.sh --only stories260k   # one model (stories260k | smollm2-135m |
 #                                                      # gemma3-270m)
 #   scripts/regenerate-reports.sh --check              # regenerate into a temporary folder and
@@ -102,7 +102,7 @@ make_reports() {  # MODEL DIR: report-<bytes>.html/.md from DIR/profile.json and
 status=0
 for name in stories260k smollm2-135m gemma3-270m; do
   [[ -z "${only}" || "${only}" == "${name}" ]] || continue
-  dir="reports/${name}"
+  dir="data/reference/${name}"
   start=${SECONDS}
   echo "== ${name}"
   if [[ ${reports_only} -eq 1 ]]; then

@@ -62,7 +62,7 @@ thread() {
 address_units() {
   local dir="$root/build-asan-ci" start=$SECONDS
   local units=(core/kvplan_core_test formats/kvplan_formats_test plan/kvplan_plan_test
-    runtime/kvplan_runtime_test)
+    engines/kvplan_engines_test runtime/kvplan_runtime_test)
   local parsers=(gguf safetensors config tokenizer plan profile stored_object)
   configure "$dir" "address;undefined"
   ninja -C "$dir" -j"$jobs" "${units[@]##*/}" $(printf 'kvplan_fuzz_%s_replay ' "${parsers[@]}")

@@ -22,11 +22,12 @@ for fetch in fetch-smollm2 fetch-gemma3; do
 done
 build_dir="${KVPLAN_BUILD_DIR:-build}"
 # The AMD GPU path must compile even without a GPU: configure a KVPLAN_HIP=AMD build and build only
-# the kernels and the GPU test binary (its CPU tests run; the GPU ones skip with the reason).
+# the kernels and the GPU test binaries (their CPU tests run; the GPU ones skip with the reason).
 hip_dir="${KVPLAN_HIP_BUILD_DIR:-build-hip}"
 cmake -S . -B "${hip_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPLAN_WERROR=ON \
   -DKVPLAN_BUILD_BENCHMARKS=OFF -DKVPLAN_HIP=AMD >/dev/null
-cmake --build "${hip_dir}" -j "$(nproc)" --target kvplan_gpu_test
+cmake --build "${hip_dir}" -j "$(nproc)" --target kvplan_kernels_test kvplan_gpu_test
+"${hip_dir}/tests/kernels/kvplan_kernels_test" --gtest_brief=1
 "${hip_dir}/tests/gpu/kvplan_gpu_test" --gtest_brief=1
 ctest --test-dir "${build_dir}" --output-on-failure -j "$(nproc)" --timeout 900
 # Sanitizers on every run: TSan over the runtime tests, ASan+UBSan over the core, formats, plan

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates kvplan's reference data for vLLM's formats from vLLM's own code:
-# kernels/turboquant_codebooks.h (TurboQuant's Lloyd-Max codebooks), kernels/vllm_rht_signs.h
+# src/formats/turboquant_codebooks.h (TurboQuant's Lloyd-Max codebooks), src/formats/vllm_rht_signs.h
 # (int4_per_token_head's rotation signs), and the golden bytes written by vLLM's Triton store
 # kernels run on the CPU by Triton's interpreter (tests/formats/data/turboquant_golden.json,
 # int4_per_token_head_golden.json). A developer tool, not part of

@@ -4,12 +4,12 @@ code (run by scripts/vllm-reference.sh, which fetches the vLLM wheel and a torch
 
 It imports three files of the vLLM wheel unchanged:
 - model_executor/layers/quantization/turboquant/centroids.py: get_centroids(d, bits), the
-  Lloyd-Max codebooks vLLM solves at run time. They become kernels/turboquant_codebooks.h.
+  Lloyd-Max codebooks vLLM solves at run time. They become src/formats/turboquant_codebooks.h.
 - v1/attention/ops/triton_turboquant_store.py: the Triton store kernels, run on the CPU by
   Triton's interpreter (TRITON_INTERPRET=1). Their slot bytes for fixed rows become
   tests/formats/data/turboquant_golden.json (FP8 key bytes: torch's float8_e4m3fn cast, see main).
 - v1/attention/ops/int4_per_token_head.py: _get_rht_signs (the randomized Hadamard transform's
-  signs, drawn from torch's generator with a fixed seed) become kernels/vllm_rht_signs.h, and
+  signs, drawn from torch's generator with a fixed seed) become src/formats/vllm_rht_signs.h, and
   reshape_and_cache_int4 (its CPU rotation, then the Triton write kernel run by the interpreter)
   gives tests/formats/data/int4_per_token_head_golden.json.
 - v1/attention/ops/triton_reshape_and_cache_flash.py: _reshape_cache_per_token_head with int8
@@ -121,7 +121,7 @@ def write_codebooks(centroids):
 {table(4)}}}
 // clang-format on
 """
-    with open(os.path.join(REPO, "kernels/turboquant_codebooks.h"), "w") as f:
+    with open(os.path.join(REPO, "src/formats/turboquant_codebooks.h"), "w") as f:
         f.write(text)
 
 
@@ -145,7 +145,7 @@ def write_rht_signs(int4):
 {body}}}
 // clang-format on
 """
-    with open(os.path.join(REPO, "kernels/vllm_rht_signs.h"), "w") as f:
+    with open(os.path.join(REPO, "src/formats/vllm_rht_signs.h"), "w") as f:
         f.write(text)
 
 
@@ -274,7 +274,7 @@ def main():
         json.dump(golden, f, separators=(",", ":"))
         f.write("\n")
     slots = sum(len(c["slots"]) for c in cases)
-    print(f"wrote kernels/turboquant_codebooks.h and {slots} slots to {path}")
+    print(f"wrote src/formats/turboquant_codebooks.h and {slots} slots to {path}")
 
     int4 = load("int4_per_token_head", "vllm/v1/attention/ops/int4_per_token_head.py")
     write_rht_signs(int4)

@@ -15,7 +15,7 @@
 #include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/model_config.h"
-#include "plan/memory_estimate.h"
+#include "formats/kv_bytes.h"
 #include "plan/plan.h"
 
 namespace kvplan::cli {

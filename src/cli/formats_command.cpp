@@ -12,7 +12,7 @@
 #include "core/json_text.h"
 #include "formats/format.h"
 #include "formats/format_size.h"
-#include "plan/engine.h"
+#include "engines/engine.h"
 
 namespace kvplan::cli {
 namespace {

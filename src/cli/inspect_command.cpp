@@ -14,7 +14,7 @@
 #include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/model_weights.h"
-#include "plan/memory_estimate.h"
+#include "formats/kv_bytes.h"
 
 namespace kvplan::cli {
 namespace {

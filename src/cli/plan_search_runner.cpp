@@ -10,7 +10,7 @@
 #include "core/hash.h"
 #include "core/json_text.h"
 #include "model/transformer.h"
-#include "plan/memory_estimate.h"
+#include "formats/kv_bytes.h"
 #include "plan/plan.h"
 #include "profile/calibration.h"
 #include "profile/text_overlap.h"

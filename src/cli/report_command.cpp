@@ -13,9 +13,9 @@
 #include "core/file_io.h"
 #include "plan/plan.h"
 #include "profile/profile_data.h"
-#include "reports/src/html_report.h"
-#include "reports/src/markdown_report.h"
-#include "reports/src/report_data.h"
+#include "report/html_report.h"
+#include "report/markdown_report.h"
+#include "report/report_data.h"
 
 namespace kvplan::cli {
 namespace {

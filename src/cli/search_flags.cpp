@@ -7,7 +7,7 @@
 
 #include "cli/cli_util.h"
 #include "core/error.h"
-#include "plan/engine.h"
+#include "engines/engine.h"
 
 namespace kvplan::cli {
 
@@ -83,9 +83,9 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f,
                                             const std::vector<int64_t>& sliding_window) {
   search::TuneOptions o;
   if (f.metric == "dkl") {
-    o.metric = search::SensitivityMetric::kDkl;
+    o.metric = SensitivityMetric::kDkl;
   } else if (f.metric == "e_o") {
-    o.metric = search::SensitivityMetric::kEo;
+    o.metric = SensitivityMetric::kEo;
   } else {
     fail(ErrorCode::kInvalidArgument, "--metric '{}': expected dkl or e_o", f.metric);
   }

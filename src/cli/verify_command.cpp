@@ -11,7 +11,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/plan_verify.h"
+#include "runtime/plan_verify.h"
 #include "core/error.h"
 #include "core/json_text.h"
 #include "model/model_config.h"

@@ -4,7 +4,7 @@
 #include <charconv>
 
 #include "core/error.h"
-#include "kernels/kv_blocks.h"
+#include "formats/kv_blocks.h"
 
 namespace kvplan {
 namespace {

@@ -1,6 +1,6 @@
 // KV-cache formats: stable ids, names, versions and nominal bits — the catalogue every other module
 // (plans, profiles, the runtime's stored objects) refers to. Byte layouts are in
-// kernels/kv_blocks.h, sizes in format_size.h, pack/unpack in pack.h.
+// src/formats/kv_blocks.h, sizes in format_size.h, pack/unpack in pack.h.
 //
 //   kvplan::Format f = kvplan::Format::parse("q4_0");   // or "int4", "fp8_e4m3", "slot:134"
 //   f.name();          // "q4_0"
@@ -12,11 +12,11 @@
 #include <string>
 #include <string_view>
 
-#include "kernels/kv_format_table.h"
+#include "formats/kv_format_table.h"
 
 namespace kvplan {
 
-// One enumerator per line of the format table (kernels/kv_format_table.h: kF16, kQ4_0, ...), plus
+// One enumerator per line of the format table (src/formats/kv_format_table.h: kF16, kQ4_0, ...), plus
 // the opaque slot. Numeric ids are written into plans and stored objects.
 #define KVPLAN_FORMAT_ENUMERATOR(e, id, ...) k##e = id,
 enum class FormatId : uint16_t {
@@ -46,7 +46,7 @@ struct FormatInfo {
   // Packs the Hadamard-rotated row (head_dim a power of two, <= 512) or its spans (rotation_span).
   bool rotated = false;
   bool default_candidate = false;  // searched when no --formats are given
-  uint32_t engines = 0;            // kEngine* bits (kernels/kv_format_table.h)
+  uint32_t engines = 0;            // kEngine* bits (src/formats/kv_format_table.h)
   Codec codec = Codec::kNone;
   // Rotated formats: the values rotated together, 0 for the whole row (q4_0_had), else each span
   // of that many values on its own (q4_0_had64: llama.cpp's V rotation); its block_values too.

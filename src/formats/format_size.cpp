@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "kernels/kv_blocks.h"
-#include "kernels/kv_row_format.h"
+#include "formats/kv_blocks.h"
+#include "formats/kv_row_format.h"
 
 namespace kvplan {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "formats/format.h"
-#include "kernels/kv_row_format.h"
+#include "formats/kv_row_format.h"
 
 namespace kvplan {
 
@@ -29,7 +29,7 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size);
 // group_size values each. Throws like packed_row_bytes.
 size_t channel_group_bytes(Format format, size_t head_dim, size_t group_size);
 
-// The kernels' geometry of a row (kernels/kv_row_format.h) for code that launches them. Throws
+// The kernels' geometry of a row (src/formats/kv_row_format.h) for code that launches them. Throws
 // Error(kInvalidArgument) starting with `what` when the kernels cannot pack such rows: a slot, a
 // block format on a row that is not whole blocks, group 0, or a row over kMaxRowValues.
 RowFormat kernel_row_format(Format format, int head_dim, int group_size, std::string_view what);

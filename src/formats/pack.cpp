@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
-#include "kernels/kv_row_format.h"
+#include "formats/kv_row_format.h"
 
 namespace kvplan {
 namespace {
@@ -81,7 +81,7 @@ RowFormat row_format(Format format, size_t n, size_t group) {
 
 // Packs rows whose sizes the caller has validated (row_bytes = packed_row_bytes(format, n, group)).
 // The codec is dispatched once per call: each codec gets its own row loop over the math the GPU
-// kernels use (kernels/kv_row_format.h). f32 rows are their bytes, per-value codecs take a row as
+// kernels use (src/formats/kv_row_format.h). f32 rows are their bytes, per-value codecs take a row as
 // one unit, int rows take the group loops above, and block codecs go block by block.
 void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n, size_t row_bytes,
                          uint8_t* dst, const PackOptions& options) {

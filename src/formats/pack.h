@@ -1,5 +1,5 @@
 // Pack and unpack rows of f32 values into a format's bytes (CPU path; the GPU kernels call the
-// same per-block math from kernels/kv_format_math.h, so codes are bit-identical).
+// same per-block math from src/formats/kv_format_math.h, so codes are bit-identical).
 //
 //   kvplan::PackOptions opt{.group_size = 32};
 //   std::vector<uint8_t> bytes(kvplan::packed_row_bytes(f, row.size(), opt.group_size));

@@ -1,4 +1,4 @@
-// One allocation of GPU memory, freed when the owner goes out of scope (kernels/gpu_runtime.h
+// One allocation of GPU memory, freed when the owner goes out of scope (src/kernels/gpu_runtime.h
 // malloc_device / free_device). The single RAII device buffer of kvplan: failures are reported
 // through gpu_error.h, so every owner words an allocation failure the same way.
 //

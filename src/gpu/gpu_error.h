@@ -1,4 +1,4 @@
-// The one bridge from a failed kvplan::gpu::Status (kernels/gpu_runtime.h, plain C++ so kernels
+// The one bridge from a failed kvplan::gpu::Status (src/kernels/gpu_runtime.h, plain C++ so kernels
 // never throw) to kvplan::Error: every caller of the GPU layer maps codes and words its message the
 // same way.
 //

@@ -1,4 +1,4 @@
-// kernels/gpu_runtime.h and kernels/kv_kernels.h for builds without a GPU backend
+// src/kernels/gpu_runtime.h and src/kernels/kv_kernels.h for builds without a GPU backend
 // (KVPLAN_HIP=OFF): every call reports StatusCode::kNotCompiled, so callers take their CPU path.
 #include "kernels/gpu_runtime.h"
 #include "kernels/kv_kernels.h"

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "kernels/kv_blocks.h"
+#include "formats/kv_blocks.h"
 
 namespace kvplan {
 namespace {

@@ -1,7 +1,7 @@
 // Byte layouts of the ggml "K-quant" super-blocks kvplan dequantizes when loading GGUF weights
 // (Q4_K, Q5_K, Q6_K): 256 values per super-block, split into sub-blocks with their own 6- or 8-bit
 // scales. Layouts per ggml's block_q4_K / block_q5_K / block_q6_K; f16 fields are IEEE half bits,
-// little-endian. Like kernels/kv_blocks.h, the structs document the layout and pin the sizes; code
+// little-endian. Like src/formats/kv_blocks.h, the structs document the layout and pin the sizes; code
 // reads the bytes through offsets, never by casting unaligned pointers.
 #pragma once
 

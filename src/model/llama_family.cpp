@@ -2,7 +2,7 @@
 // SwiGLU FFN, optionally tied embeddings. Only the tensor names differ between GGUF and HF.
 // Qwen3 adds per-head Q/K norms; Phi-3 fuses Q/K/V and gate/up in its files; Gemma 2/3 add
 // post-attention/post-FFN norms (Gemma 3 the Q/K norms too).
-#include "llama_family.h"
+#include "model/llama_family.h"
 
 #include <cstring>
 #include <limits>

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/json_text.h"
-#include "kernels/float_convert.h"
+#include "formats/float_convert.h"
 
 namespace kvplan {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "kernels/float_convert.h"
-#include "kernels/kv_format_math.h"
+#include "formats/float_convert.h"
+#include "formats/kv_format_math.h"
 #include "model/gguf_file.h"
 #include "model/kquant_blocks.h"
 

@@ -2,7 +2,7 @@
 // the products).
 //
 // Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (the block math of
-// kernels/kv_format_math.h, byte-identical to ggml's layouts) and the K-quants Q4_K, Q5_K, Q6_K
+// src/formats/kv_format_math.h, byte-identical to ggml's layouts) and the K-quants Q4_K, Q5_K, Q6_K
 // (layouts in kquant_blocks.h).
 //
 //   std::vector<float> w = kvplan::dequantize_gguf_tensor(gguf,

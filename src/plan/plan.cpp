@@ -6,7 +6,7 @@
 #include "core/file_io.h"
 #include "core/json_fields.h"
 #include "core/json_text.h"
-#include "plan/memory_estimate.h"
+#include "formats/kv_bytes.h"
 
 namespace kvplan {
 namespace {

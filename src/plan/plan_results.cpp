@@ -371,4 +371,14 @@ void results_to_json(const PlanResults& r, json& j) {
   j["provenance"] = provenance_to_json(r.provenance);
 }
 
+double surrogate_prediction(const std::vector<double>& weights, double interaction,
+                            const std::vector<double>& layer_errors) {
+  double weighted = 0, raw = 0;
+  for (size_t l = 0; l < layer_errors.size(); ++l) {
+    weighted += weights[l] * layer_errors[l];
+    raw += layer_errors[l];
+  }
+  return weighted + interaction * raw * raw;
+}
+
 }  // namespace kvplan

@@ -132,6 +132,12 @@ struct PlanResults {
   SearchProvenance provenance;
 };
 
+// The error the search's surrogate predicts for per-layer sensitivities e_l (one per weight):
+// sum_l w_l e_l + gamma (sum_l e_l)^2. src/search/surrogate.h fits (w, gamma); the plan records them
+// (provenance.surrogate_weights, surrogate_interaction), so a reader can predict with them too.
+double surrogate_prediction(const std::vector<double>& weights, double interaction,
+                            const std::vector<double>& layer_errors);
+
 // Reads the four sections of plan JSON `j` (each may be absent); Error(kInvalidArgument) naming
 // `source` and the field for a mistyped one.
 PlanResults results_from_json(const nlohmann::json& j, const std::string& source);

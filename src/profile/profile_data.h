@@ -74,7 +74,7 @@ struct CellMetrics {
 struct ProfileCell {
   KvPair pair;
   double key_bits = 0, value_bits = 0, nominal_bits = 0;
-  double key_bytes_per_token = 0, value_bytes_per_token = 0;  // plan/memory_estimate.h
+  double key_bytes_per_token = 0, value_bytes_per_token = 0;  // src/formats/kv_bytes.h
   CellMetrics metrics;
 };
 

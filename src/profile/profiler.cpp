@@ -19,7 +19,7 @@
 #include "core/hash.h"
 #include "core/system_memory.h"
 #include "model/weight_matrix.h"
-#include "plan/memory_estimate.h"
+#include "formats/kv_bytes.h"
 #include "profile/dkl_estimate.h"
 #include "profile/gpu_attention.h"
 #include "profile/kv_roundtrip.h"

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
-#include "plan/memory_estimate.h"
+#include "formats/kv_bytes.h"
 
 namespace kvplan {
 namespace {

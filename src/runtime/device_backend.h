@@ -1,5 +1,5 @@
 // The one seam between the runtime and a GPU API. The runtime allocates device memory, page-locked
-// host memory and moves bytes only through DeviceBackend; a HIP (or CUDA, via kernels/gpu_compat.h)
+// host memory and moves bytes only through DeviceBackend; a HIP (or CUDA, via src/kernels/gpu_compat.h)
 // backend implements it with hipMalloc / hipHostMalloc / hipMemcpyAsync on a dedicated transfer
 // stream and hipEvent fences. Without HIP (KVPLAN_HIP=OFF) the host stand-in below serves: device
 // memory is ordinary host memory, copies are memcpy, fences complete at once — the same interface,

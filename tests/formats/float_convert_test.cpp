@@ -1,4 +1,4 @@
-#include "kernels/float_convert.h"
+#include "formats/float_convert.h"
 
 #include <cmath>
 #include <limits>

@@ -13,7 +13,7 @@
 #include "formats/format_size.h"
 #include "formats/pack.h"
 #include "hex.h"
-#include "kernels/kv_format_math.h"
+#include "formats/kv_format_math.h"
 
 namespace kvplan {
 namespace {

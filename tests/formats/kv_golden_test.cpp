@@ -1,6 +1,6 @@
 // Byte-identity of the int, FP8 and iq4_nl formats with an independent implementation: expected
 // bytes come from tests/formats/golden/make_golden.py (Python written from the format definitions,
-// not from kernels/kv_format_math.h) into golden/kv_golden.json. Inputs are regenerated here from
+// not from src/formats/kv_format_math.h) into golden/kv_golden.json. Inputs are regenerated here from
 // the script's LCG and must match the stored f32 bits, so both sides quantize the same floats.
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,7 @@
 #include "formats/format_size.h"
 #include "formats/pack.h"
 #include "hex.h"
-#include "kernels/kv_row_format.h"
+#include "formats/kv_row_format.h"
 
 namespace kvplan {
 namespace {
@@ -134,7 +134,7 @@ TEST(KvGolden, GeneratorReproducesTheStoredInputs) {
 }
 
 // Both host paths: pack_row (src/formats) and the per-unit dispatch the GPU kernels run
-// (kernels/kv_row_format.h), compiled here for the CPU.
+// (src/formats/kv_row_format.h), compiled here for the CPU.
 TEST(KvGolden, IntFp8AndIq4NlBytesMatchTheIndependentImplementation) {
   const json golden = load_golden();
   int checked = 0;

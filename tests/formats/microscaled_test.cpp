@@ -1,5 +1,5 @@
 // OCP MX (MXFP4, MXFP6 E2M3, MXFP8 E4M3), NVFP4 and vLLM's fp8_per_token_head bytes worked out by
-// hand from the formats' definitions (kernels/kv_format_math.h cites them). MXFP4 is also checked
+// hand from the formats' definitions (src/formats/kv_format_math.h cites them). MXFP4 is also checked
 // against gguf-py's quantizer in ggml_golden_test.cpp.
 #include <cmath>
 #include <cstring>

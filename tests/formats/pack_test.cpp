@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
-#include "kernels/kv_format_math.h"
+#include "formats/kv_format_math.h"
 
 namespace kvplan {
 namespace {

@@ -11,7 +11,7 @@
 #include "model/gguf_file.h"
 #include "model/model_weights.h"
 #include "model_file_writers.h"
-#include "plan/memory_estimate.h"
+#include "formats/kv_bytes.h"
 
 namespace kvplan {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/float_convert.h"
+#include "formats/float_convert.h"
 #include "model/kquant_blocks.h"
 
 namespace kvplan {

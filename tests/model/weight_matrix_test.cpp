@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "kernels/float_convert.h"
-#include "kernels/kv_format_math.h"
+#include "formats/float_convert.h"
+#include "formats/kv_format_math.h"
 #include "model/ggml_type.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"

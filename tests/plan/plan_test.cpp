@@ -203,7 +203,7 @@ namespace {
 TEST(Plan, CommittedPlansRoundTripByteForByte) {
   int plans = 0;
   for (const auto& model :
-       std::filesystem::directory_iterator(std::filesystem::path(KVPLAN_SOURCE_DIR) / "reports")) {
+       std::filesystem::directory_iterator(std::filesystem::path(KVPLAN_SOURCE_DIR) / "data" / "reference")) {
     if (!model.is_directory()) continue;
     for (const auto& file : std::filesystem::directory_iterator(model.path())) {
       const std::string name = file.path().filename().string();

@@ -14,7 +14,7 @@ namespace kvplan {
 namespace {
 
 std::filesystem::path reference(const char* model, const char* file) {
-  return std::filesystem::path(KVPLAN_SOURCE_DIR) / "reports" / model / file;
+  return std::filesystem::path(KVPLAN_SOURCE_DIR) / "data" / "reference" / model / file;
 }
 
 TEST(ProfileHash, MatchesTheHashCommittedPlansRecorded) {

@@ -22,7 +22,7 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
-reference="${source_dir}/reports/stories260k"
+reference="${source_dir}/data/reference/stories260k"
 "${kvplan}" -q report --profile "${reference}/profile.json" --plan "${reference}/plan-320.json" \
   -o "${work}/report.html"
 

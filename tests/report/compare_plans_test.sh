@@ -5,7 +5,7 @@
 set -euo pipefail
 source_dir="$1"
 compare="${source_dir}/scripts/compare-plans.py"
-plan="${source_dir}/reports/stories260k/plan-320.json"
+plan="${source_dir}/data/reference/stories260k/plan-320.json"
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 

@@ -1,4 +1,4 @@
-#include "reports/src/html_report.h"
+#include "report/html_report.h"
 
 #include <regex>
 #include <set>

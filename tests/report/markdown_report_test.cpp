@@ -1,4 +1,4 @@
-#include "reports/src/markdown_report.h"
+#include "report/markdown_report.h"
 
 #include <gtest/gtest.h>
 

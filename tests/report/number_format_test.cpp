@@ -1,4 +1,4 @@
-#include "reports/src/number_format.h"
+#include "report/number_format.h"
 
 #include <gtest/gtest.h>
 

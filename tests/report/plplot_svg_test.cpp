@@ -1,4 +1,4 @@
-#include "reports/src/plplot_svg.h"
+#include "report/plplot_svg.h"
 
 #include <gtest/gtest.h>
 #include <plplot/plplot.h>

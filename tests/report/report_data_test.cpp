@@ -1,11 +1,11 @@
-#include "reports/src/report_data.h"
+#include "report/report_data.h"
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "report/report_fixtures.h"
-#include "reports/src/html_report.h"
-#include "reports/src/markdown_report.h"
+#include "report/html_report.h"
+#include "report/markdown_report.h"
 
 namespace kvplan::test {
 namespace {

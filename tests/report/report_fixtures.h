@@ -10,7 +10,7 @@
 #include "plan/plan.h"
 #include "profile/profile_data.h"
 #include "profile/profile_hash.h"
-#include "reports/src/report_data.h"
+#include "report/report_data.h"
 
 namespace kvplan::test {
 

@@ -1,4 +1,4 @@
-#include "reports/src/svg_inline.h"
+#include "report/svg_inline.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "formats/format_size.h"
 #include "formats/pack.h"
-#include "plan/memory_estimate.h"
+#include "formats/kv_bytes.h"
 #include "runtime_test_util.h"
 
 namespace kvplan {

@@ -2,9 +2,9 @@
 """Regenerates tests/formats/golden/kv_golden.json: packed bytes of the int, FP8 and iq4_nl formats
 computed by a Python implementation written from the formats' definitions, not from kvplan's C++.
 
-Definitions followed (kvplan's C++ lives in kernels/kv_format_math.h and kernels/float_convert.h;
+Definitions followed (kvplan's C++ lives in src/formats/kv_format_math.h and src/formats/float_convert.h;
 this file does not translate it, it recomputes each rule its own way):
-  * int8/int4/int2 (kernels/kv_blocks.h, ARCHITECTURE.md section 3.1): per group of n values
+  * int8/int4/int2 (src/formats/kv_blocks.h, ARCHITECTURE.md section 3.1): per group of n values
     [f16 scale][f16 zero][codes], scale = (max - min) / (2^b - 1) and zero = min, each clamped to
     +-65504 and rounded to the nearest f16 (ties to even); codes are computed against those f16
     values: code = clamp(round((x - zero) / scale), 0, 2^b - 1), round = nearest, ties to even,
