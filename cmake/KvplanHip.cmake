@@ -20,7 +20,7 @@ endif()
 set(_kvplan_kernel_dir ${PROJECT_SOURCE_DIR}/src/kernels)
 set(_kvplan_kernel_sources gpu_runtime.hip kv_pack.hip kv_attention.hip)
 file(GLOB _kvplan_kernel_headers CONFIGURE_DEPENDS ${_kvplan_kernel_dir}/*.h
-     ${PROJECT_SOURCE_DIR}/src/formats/*.h)
+     ${PROJECT_SOURCE_DIR}/src/formats/*.h ${PROJECT_SOURCE_DIR}/src/formats/math/*.h)
 set(_kvplan_common_flags -O3 -std=c++20 -DNDEBUG -I${PROJECT_SOURCE_DIR}/src)
 
 if(KVPLAN_HIP STREQUAL "AMD")

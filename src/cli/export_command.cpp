@@ -10,20 +10,21 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/plan_search_runner.h"
+#include "cli/search_flags.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
 #include "core/json_text.h"
-#include "model/load_tokenizer.h"
-#include "model/model_weights.h"
-#include "model/transformer.h"
 #include "engines/engine.h"
 #include "engines/exporters.h"
 #include "formats/kv_bytes.h"
+#include "model/load_tokenizer.h"
+#include "model/model_weights.h"
+#include "model/transformer.h"
 #include "plan/plan.h"
 #include "profile/profile_data.h"
 #include "search/held_out_kl.h"
+#include "search/held_out_texts.h"
 #include "search/paired_stats.h"
 
 namespace kvplan::cli {
@@ -56,7 +57,8 @@ ExportMeasure measure_export(const ExportOptions& o, const Plan& plan, const Pla
          plan.model.fingerprint, profile.model.fingerprint, hash_hex(weights.fingerprint));
   }
   const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
-  const PlanTexts texts = load_plan_texts(o.texts, *tokenizer, weights.config, nullptr);
+  const search::HeldOutTexts texts = search::load_held_out_texts(
+      search_request_from_flags(o.texts).texts, *tokenizer, weights.config, nullptr);
   const Transformer model(weights);
   const search::HeldOutKl kl(
       model, texts.report.prompts,

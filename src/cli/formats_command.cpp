@@ -10,9 +10,9 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/json_text.h"
+#include "engines/engine.h"
 #include "formats/format.h"
 #include "formats/format_size.h"
-#include "engines/engine.h"
 
 namespace kvplan::cli {
 namespace {
@@ -29,7 +29,7 @@ void run_formats(const FormatsOptions& o) {
   }
   const size_t d = static_cast<size_t>(o.head_dim);
   nlohmann::json rows = nlohmann::json::array();
-  for (const FormatInfo& info : all_format_infos()) {
+  for (const KvFormatTraits& info : format_table()) {
     const Format f(info.id);
     nlohmann::json row = {
         {"name", info.name},       {"id", static_cast<int>(info.id)},
@@ -44,7 +44,7 @@ void run_formats(const FormatsOptions& o) {
     try {
       const size_t g = static_cast<size_t>(o.group_size);
       const double bytes =
-          info.per_channel_keys
+          info.per_channel_keys()
               ? static_cast<double>(channel_group_bytes(f, d, g)) / static_cast<double>(g)
               : static_cast<double>(packed_row_bytes(f, d, g));
       row["bytes_per_row"] = bytes;
@@ -53,9 +53,10 @@ void run_formats(const FormatsOptions& o) {
     } catch (const Error& e) {
       // Block formats say their rule in a few words; the rotated ones (head_dim a power of two)
       // and the rest give the sizing's own reason.
-      row["unsupported"] = info.block_values > 0 && !info.rotated
-                               ? "needs head_dim a multiple of " + std::to_string(info.block_values)
-                               : std::string(e.what());
+      row["unsupported"] =
+          info.block_values() > 0 && !info.rotated()
+              ? "needs head_dim a multiple of " + std::to_string(info.block_values())
+              : std::string(e.what());
     }
     rows.push_back(row);
   }

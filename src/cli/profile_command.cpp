@@ -99,7 +99,7 @@ void print_summary(const Profile& p, const std::string& path, bool json) {
       "profile      %s (%zu/%zu cells%s)\n", path.c_str(), p.n_present(), p.n_cells(),
       p.shard_count > 1 ? fmt::format(", shard {}/{}", p.shard_index, p.shard_count).c_str() : "");
   std::printf("model        %s, %d layers, %zu candidate pairs\n", p.model.name.c_str(),
-              p.model.num_layers, p.candidates.size());
+              p.n_layers(), p.candidates.size());
   std::printf("calibration  %s: %d prompts, %lld tokens (dKL: %d prompts, %lld positions)\n",
               p.calibration.source.c_str(), p.calibration.prompts,
               static_cast<long long>(p.calibration.tokens), p.calibration.kl_prompts,
@@ -137,7 +137,8 @@ void print_summary(const Profile& p, const std::string& path, bool json) {
 void run_profile_command(const ProfileCommandOptions& o) {
   if (o.model.empty()) fail(ErrorCode::kInvalidArgument, "--model is required");
   if (o.output.empty()) fail(ErrorCode::kInvalidArgument, "-o/--output is required");
-  ProfileOptions opt = profile_options_from_flags(o.profile);
+  pipeline::ProfileRequest request = profile_request_from_flags(o.profile);
+  ProfileOptions& opt = request.options;
   if (!o.shard.empty()) parse_shard(o.shard, opt.shard_index, opt.shard_count);
   std::unique_ptr<Profile> resume;
   if (o.resume && std::filesystem::exists(o.output)) {
@@ -147,7 +148,7 @@ void run_profile_command(const ProfileCommandOptions& o) {
                  resume->n_cells());
   }
 
-  const ProfileInputs in = load_profile_inputs(o.model, o.profile);
+  const pipeline::ProfileInputs in = pipeline::load_profile_inputs(o.model, request.calibration);
   const Transformer model(in.weights);
   ProgressPrinter printer(stderr);
   opt.progress = [&](const ProfileProgress& p) { printer.update(p); };

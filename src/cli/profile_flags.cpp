@@ -1,13 +1,10 @@
 #include "cli/profile_flags.h"
 
-#include <chrono>
-
-#include <spdlog/spdlog.h>
+#include <filesystem>
 
 #include "cli/cli_util.h"
 #include "cli/device_option.h"
 #include "core/error.h"
-#include "model/load_tokenizer.h"
 
 namespace kvplan::cli {
 
@@ -41,11 +38,15 @@ void add_profile_flags(CLI::App* cmd, ProfileFlags& f) {
   add_device_option(cmd, &f.device);
 }
 
-ProfileOptions profile_options_from_flags(const ProfileFlags& f) {
+pipeline::ProfileRequest profile_request_from_flags(const ProfileFlags& f) {
   if (f.group_size <= 0 || f.residual_length <= 0) {
     fail(ErrorCode::kInvalidArgument, "--group-size and --residual-length must be positive");
   }
-  ProfileOptions opt;
+  pipeline::ProfileRequest r;
+  r.calibration = {.file = f.prompts.empty() ? config_dir() / "calibration" / "default.jsonl"
+                                             : std::filesystem::path(f.prompts),
+                   .options = {.max_tokens = f.max_tokens, .num_prompts = f.num_prompts}};
+  ProfileOptions& opt = r.options;
   opt.settings.mode = parse_quant_mode(f.mode);
   opt.settings.group_size = static_cast<size_t>(f.group_size);
   opt.settings.residual_length = static_cast<size_t>(f.residual_length);
@@ -71,33 +72,7 @@ ProfileOptions profile_options_from_flags(const ProfileFlags& f) {
   opt.tool_version = KVPLAN_VERSION;
   const DeviceChoice device = resolve_device_option(f.device);
   if (device.use_gpu) opt.gpu_device = device.index;
-  return opt;
-}
-
-std::filesystem::path calibration_path(const ProfileFlags& f) {
-  return f.prompts.empty() ? config_dir() / "calibration" / "default.jsonl"
-                           : std::filesystem::path(f.prompts);
-}
-
-CalibrationOptions calibration_options(const ProfileFlags& f) {
-  return {.max_tokens = f.max_tokens, .num_prompts = f.num_prompts};
-}
-
-ProfileInputs load_profile_inputs(const std::string& model, const ProfileFlags& f) {
-  const std::filesystem::path prompts = calibration_path(f);
-  const std::vector<CalibrationItem> items = read_calibration_file(prompts);
-  const auto load_start = std::chrono::steady_clock::now();
-  ProfileInputs in{.weights = load_model_weights(model),
-                   .tokenizer = load_model_tokenizer(model),
-                   .calibration = {}};
-  in.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-  spdlog::info("loaded {} ({} layers) in {:.2f} s", in.weights.config.name,
-               in.weights.config.n_layers, in.load_s);
-  in.calibration = tokenize_calibration(items, prompts.string(), *in.tokenizer, in.weights.config,
-                                        calibration_options(f));
-  spdlog::info("calibration {}: {} prompts, {} tokens", prompts.string(),
-               in.calibration.prompts.size(), in.calibration.n_tokens);
-  return in;
+  return r;
 }
 
 }  // namespace kvplan::cli

@@ -1,17 +1,15 @@
-// kvplan search: from a (merged) profile to a validated plan.json under a memory budget.
-#include <memory>
-#include <string>
-
+// kvplan search: from a (merged) profile to a validated plan.json under a memory budget
+// (pipeline::search_profile).
 #include <filesystem>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/plan_search_runner.h"
-#include "core/error.h"
-#include "core/hash.h"
-#include "model/load_tokenizer.h"
-#include "model/model_weights.h"
+#include "cli/search_flags.h"
+#include "cli/tuned_plan_text.h"
+#include "pipeline/tune.h"
 #include "profile/profile_data.h"
 
 namespace kvplan::cli {
@@ -24,29 +22,13 @@ struct SearchCommandOptions {
 };
 
 void run_search(const SearchCommandOptions& o) {
-  const Profile profile = read_profile(o.profile);
-  const ModelWeights weights = load_model_weights(o.model);
-  const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
-  // The calibration text, for the overlap check: the one given, or the default when the profile
-  // was made on it (same token hash).
-  const std::filesystem::path prompts = o.prompts.empty()
-                                            ? config_dir() / "calibration" / "default.jsonl"
-                                            : std::filesystem::path(o.prompts);
-  std::optional<std::filesystem::path> calibration;
-  if (std::filesystem::exists(prompts)) {
-    const CalibrationSet c = load_calibration(prompts, *tokenizer, weights.config,
-                                              {.max_tokens = profile.calibration.max_tokens});
-    if (hash_hex(c.hash) == profile.calibration.hash) {
-      calibration = prompts;
-    } else if (!o.prompts.empty()) {
-      fail(ErrorCode::kInvalidArgument,
-           "--prompts {}: its tokens hash to {}, the profile was made on {} ({})", o.prompts,
-           hash_hex(c.hash), profile.calibration.source, profile.calibration.hash);
-    }
-  }
-  const PlanTexts texts =
-      load_plan_texts(o.flags, *tokenizer, weights.config, calibration ? &*calibration : nullptr);
-  search_and_write_plan(profile, weights, texts, o.flags, o.output, o.json);
+  const pipeline::SearchRequest request = search_request_from_flags(o.flags);
+  const pipeline::TunedPlan tuned = pipeline::search_profile(
+      read_profile(o.profile), o.model, request,
+      o.prompts.empty() ? std::nullopt : std::optional<std::filesystem::path>(o.prompts),
+      config_dir() / "calibration" / "default.jsonl");
+  write_plan(o.output, tuned.plan);
+  print_tuned_plan(tuned, o.output, o.json);
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 #include "cli/search_flags.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <ctime>
+#include <filesystem>
 
 #include "cli/cli_util.h"
 #include "core/error.h"
@@ -70,29 +69,12 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
                 "64 bytes");
 }
 
-std::string selection_path(const SearchFlags& f) {
-  return f.selection.empty() ? (config_dir() / "calibration" / "selection.jsonl").string()
-                             : f.selection;
-}
+namespace {
 
-std::string report_path(const SearchFlags& f) {
-  return f.report.empty() ? (config_dir() / "calibration" / "report.jsonl").string() : f.report;
-}
-
-search::TuneOptions tune_options_from_flags(const SearchFlags& f,
-                                            const std::vector<int64_t>& sliding_window) {
-  search::TuneOptions o;
-  if (f.metric == "dkl") {
-    o.metric = SensitivityMetric::kDkl;
-  } else if (f.metric == "e_o") {
-    o.metric = SensitivityMetric::kEo;
-  } else {
-    fail(ErrorCode::kInvalidArgument, "--metric '{}': expected dkl or e_o", f.metric);
-  }
+BudgetRequest budget_request(const SearchFlags& f) {
   if (f.memory != "bits" && f.memory != "bytes") {
     fail(ErrorCode::kInvalidArgument, "--memory '{}': expected bits or bytes", f.memory);
   }
-  o.measure = f.memory == "bits" ? search::MemoryMeasure::kBits : search::MemoryMeasure::kBytes;
   const int budgets = (f.max_bits > 0) + (f.max_nominal_bits > 0) + (f.max_bytes_per_token > 0) +
                       !f.gpu_memory.empty();
   if (budgets > 1) {
@@ -103,51 +85,28 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f,
   if (f.max_bits < 0 || f.max_nominal_bits < 0 || f.max_bytes_per_token < 0) {
     fail(ErrorCode::kInvalidArgument, "budgets must be positive");
   }
-  if (f.max_bits > 0) {
-    o.measure = search::MemoryMeasure::kBytes;
-    o.max_effective_bits = f.max_bits;
-    o.budget_description = fmt::format("{} effective bits per value", f.max_bits);
-  } else if (f.max_nominal_bits > 0) {
-    o.measure = search::MemoryMeasure::kBits;
-    o.budget = f.max_nominal_bits;
-    o.budget_description = fmt::format("{} nominal (KVTuner equivalent) bits", f.max_nominal_bits);
-  } else if (f.max_bytes_per_token > 0) {
-    o.measure = search::MemoryMeasure::kBytes;
-    o.budget = f.max_bytes_per_token;
-    o.budget_description = fmt::format("{} bytes per token", f.max_bytes_per_token);
-  } else if (!f.gpu_memory.empty()) {
+  if (f.max_bits > 0) return BudgetRequest::effective_bits(f.max_bits);
+  if (f.max_nominal_bits > 0) return BudgetRequest::nominal_bits(f.max_nominal_bits);
+  if (f.max_bytes_per_token > 0) return BudgetRequest::bytes_per_token(f.max_bytes_per_token);
+  if (!f.gpu_memory.empty()) {
     if (f.context.empty()) fail(ErrorCode::kInvalidArgument, "--gpu-memory needs --context");
-    if (f.sequences < 1) fail(ErrorCode::kInvalidArgument, "--sequences must be >= 1");
-    const uint64_t gpu = parse_byte_size(f.gpu_memory, "--gpu-memory");
-    const uint64_t weights =
-        f.weights_bytes.empty() ? 0 : parse_byte_size(f.weights_bytes, "--weights-bytes");
-    if (weights >= gpu)
-      fail(ErrorCode::kInvalidArgument, "--weights-bytes leaves no memory for the KV cache");
-    const int64_t context = parse_token_count(f.context, "--context");
-    const int64_t tokens = context * f.sequences;
-    o.measure = search::MemoryMeasure::kBytes;
-    o.budget = static_cast<double>(gpu - weights) / static_cast<double>(tokens);
-    o.budget_description = fmt::format(
-        "{} of GPU memory, {} weights, {} tokens x {} sequences "
-        "= {:.1f} bytes per token",
-        f.gpu_memory, f.weights_bytes.empty() ? "0" : f.weights_bytes, f.context, f.sequences,
-        o.budget);
-    // A sliding layer holds min(context, window) tokens of each sequence.
-    const bool windowed = std::any_of(sliding_window.begin(), sliding_window.end(),
-                                      [&](int64_t w) { return w > 0 && w < context; });
-    if (windowed) {
-      int sliding = 0;
-      for (const int64_t w : sliding_window) {
-        const bool slides = w > 0 && w < context;
-        sliding += slides;
-        o.layer_token_share.push_back(slides ? static_cast<double>(w) / static_cast<double>(context)
-                                             : 1.0);
-      }
-      o.budget_description += fmt::format(
-          " (per context token: the {} sliding-window layers count their window's share)", sliding);
-    }
+    return BudgetRequest::gpu_memory(
+        parse_byte_size(f.gpu_memory, "--gpu-memory"),
+        f.weights_bytes.empty() ? 0 : parse_byte_size(f.weights_bytes, "--weights-bytes"),
+        parse_token_count(f.context, "--context"), f.sequences, f.gpu_memory, f.weights_bytes,
+        f.context);
+  }
+  return BudgetRequest::none(f.memory == "bits" ? MemoryMeasure::kBits : MemoryMeasure::kBytes);
+}
+
+search::SearchOptions search_options(const SearchFlags& f) {
+  search::SearchOptions o;
+  if (f.metric == "dkl") {
+    o.metric = SensitivityMetric::kDkl;
+  } else if (f.metric == "e_o") {
+    o.metric = SensitivityMetric::kEo;
   } else {
-    o.budget_description = "none";
+    fail(ErrorCode::kInvalidArgument, "--metric '{}': expected dkl or e_o", f.metric);
   }
   o.engine = parse_engine(f.engine);
   require_packable(engine_spec(o.engine));
@@ -163,6 +122,27 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f,
   if (f.uniform_validations < 0 || f.report_baselines < 0) {
     fail(ErrorCode::kInvalidArgument, "--uniform-validations and --report-baselines must be >= 0");
   }
+  o.uniform_validations = f.uniform_validations;
+  o.report_baselines = f.report_baselines;
+  o.dbscan = {.eps = f.eps, .min_samples = f.min_samples};
+  o.nsga2.population = f.population;
+  o.nsga2.generations = f.generations;
+  o.nsga2.seed = f.seed;
+  o.nsga2.islands = f.islands;
+  o.nsga2.validate();
+  o.loop.max_rounds = f.max_rounds;
+  o.loop.plans_per_round = f.plans_per_round;
+  o.loop.max_evaluations = f.max_evaluations;
+  o.loop.validate();
+  return o;
+}
+
+}  // namespace
+
+pipeline::SearchRequest search_request_from_flags(const SearchFlags& f) {
+  pipeline::SearchRequest r;
+  r.budget = budget_request(f);
+  r.options = search_options(f);
   if (f.ctx < 16) fail(ErrorCode::kInvalidArgument, "--ctx {}: expected at least 16", f.ctx);
   if (f.windows_per_sample < 0) {
     fail(ErrorCode::kInvalidArgument, "--windows-per-sample {}: expected >= 0",
@@ -175,21 +155,16 @@ search::TuneOptions tune_options_from_flags(const SearchFlags& f,
   for (const int ctx : f.long_contexts) {
     if (ctx < 4) fail(ErrorCode::kInvalidArgument, "--long-context {}: expected >= 4", ctx);
   }
-  o.uniform_validations = f.uniform_validations;
-  o.report_baselines = f.report_baselines;
-  o.dbscan = {.eps = f.eps, .min_samples = f.min_samples};
-  o.search.population = f.population;
-  o.search.generations = f.generations;
-  o.search.seed = f.seed;
-  o.search.islands = f.islands;
-  o.search.validate();
-  o.loop.max_rounds = f.max_rounds;
-  o.loop.plans_per_round = f.plans_per_round;
-  o.loop.max_evaluations = f.max_evaluations;
-  o.loop.validate();
-  o.tool_version = KVPLAN_VERSION;
-  o.created = utc_timestamp();
-  return o;
+  r.texts = {.selection = f.selection.empty() ? config_dir() / "calibration" / "selection.jsonl"
+                                              : std::filesystem::path(f.selection),
+             .report = f.report.empty() ? config_dir() / "calibration" / "report.jsonl"
+                                        : std::filesystem::path(f.report),
+             .ctx = f.ctx,
+             .windows_per_sample = f.windows_per_sample,
+             .allow_overlap = f.allow_overlap};
+  r.long_context = {.contexts = f.long_contexts, .tokens_per_context = f.long_context_tokens};
+  r.stamp = {.tool_version = KVPLAN_VERSION, .created = utc_timestamp()};
+  return r;
 }
 
 std::string utc_timestamp() {

@@ -1,5 +1,5 @@
 // Flags shared by `kvplan search` and `kvplan tune`: the memory budget, the search and validation
-// settings, and the held-out prompts — and their translation into search::TuneOptions.
+// settings, and the held-out prompts — parsed once into a pipeline::SearchRequest.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "search/tune.h"
+#include "pipeline/tune.h"
 
 namespace kvplan::cli {
 
@@ -40,14 +40,9 @@ struct SearchFlags {
 
 void add_search_flags(CLI::App* cmd, SearchFlags& flags);
 
-// Throws Error(kInvalidArgument) naming the flag for malformed or conflicting values.
-// `sliding_window` (the model's, per layer; 0 = global) weighs each layer's bytes by the tokens it
-// holds at --context when the budget is --gpu-memory.
-search::TuneOptions tune_options_from_flags(const SearchFlags& flags,
-                                            const std::vector<int64_t>& sliding_window = {});
-
-std::string selection_path(const SearchFlags& flags);
-std::string report_path(const SearchFlags& flags);
+// Throws Error(kInvalidArgument) naming the flag for malformed or conflicting values, before any
+// file is read.
+pipeline::SearchRequest search_request_from_flags(const SearchFlags& flags);
 
 // "2026-11-29T08:40:00Z"
 std::string utc_timestamp();

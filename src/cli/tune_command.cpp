@@ -1,22 +1,17 @@
-// kvplan tune: profile + search + validate in one command, with good defaults — the main job.
+// kvplan tune: profile + search + validate in one command, with good defaults — the main job
+// (pipeline::tune); this file parses its flags into a TuneRequest and writes what it returns.
 #include <filesystem>
 #include <memory>
 #include <string>
 
 #include <spdlog/spdlog.h>
 
-#include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/plan_search_runner.h"
 #include "cli/profile_flags.h"
-#include "core/error.h"
-#include "model/model_weights.h"
-#include "model/transformer.h"
-#include "engines/engine.h"
-#include "formats/kv_bytes.h"
-#include "profile/profiler.h"
+#include "cli/search_flags.h"
+#include "cli/tuned_plan_text.h"
+#include "pipeline/tune.h"
 #include "profile/progress.h"
-#include "profile/side_candidates.h"
 
 namespace kvplan::cli {
 namespace {
@@ -28,65 +23,25 @@ struct TuneCommandOptions {
   bool json = false;
 };
 
-// A byte budget no plan can meet is refused from the formats' sizes, before profiling.
-void refuse_budget_below_smallest_plan(const search::TuneOptions& t, const ModelConfig& c,
-                                       const ProfileOptions& p, const EngineSpec& engine) {
-  if (t.measure != search::MemoryMeasure::kBytes) return;
-  double budget = t.budget;
-  if (t.max_effective_bits > 0) {
-    budget = t.max_effective_bits * kv_values_per_token(kv_geometry(c)) / 8;
-  }
-  const std::vector<KvPair> candidates =
-      p.candidates.empty()
-          ? catalog_side_candidates(c, p.settings, {.formats = p.formats, .all_dkl = false})
-                .candidates
-          : p.candidates;
-  const std::vector<int> boundary = engine_boundary_layers(engine, c.n_layers);
-  const double smallest =
-      smallest_plan_bytes(c, p.settings, candidates, t.layer_token_share, boundary);
-  if (smallest > budget * (1 + 1e-12)) {
-    fail(ErrorCode::kInvalidArgument,
-         "budget {} = {:.1f} bytes per token: the smallest possible plan takes {} bytes per token "
-         "(every layer in its smallest candidate{})",
-         t.budget_description, budget, smallest,
-         boundary.empty() ? "" : "; " + boundary_layers_note(engine, c.n_layers));
-  }
-}
-
 void run_tune(const TuneCommandOptions& o) {
-  ProfileOptions opt = profile_options_from_flags(o.profile);
-  // Bad search flags are refused before the long profile.
-  const EngineSpec& engine = engine_spec(tune_options_from_flags(o.flags).engine);
-  if (engine.id != EngineId::kKvplan && opt.formats.empty() && opt.candidates.empty()) {
-    // Profile what the engine stores; f32 is the exact side of every profile already.
-    for (const Format& f : engine_formats(engine)) {
-      if (f.id() != FormatId::kF32) opt.formats.push_back(f);
-    }
-    spdlog::info("--engine {}: profiling its formats {}", engine.name, format_list(opt.formats));
-  }
-
-  const ProfileInputs in = load_profile_inputs(o.model, o.profile);
-  const search::TuneOptions search_options =
-      tune_options_from_flags(o.flags, in.weights.config.sliding_window);
-  refuse_budget_below_smallest_plan(search_options, in.weights.config, opt, engine);
-  // Every input is checked before the long profile: the texts and their overlap.
-  const std::filesystem::path calibration_file = calibration_path(o.profile);
-  const PlanTexts texts =
-      load_plan_texts(o.flags, *in.tokenizer, in.weights.config, &calibration_file);
-  const Transformer model(in.weights);
+  pipeline::TuneRequest request{.model = o.model,
+                                .profile = profile_request_from_flags(o.profile),
+                                .search = search_request_from_flags(o.flags)};
   ProgressPrinter printer(stderr);
-  opt.progress = [&](const ProfileProgress& p) { printer.update(p); };
-  Profile profile = run_profile(model, in.calibration, opt);
-  printer.finish();
-  profile.timings["load_s"] = in.load_s;
+  request.profile.options.progress = [&](const ProfileProgress& p) { printer.update(p); };
   // The profile is always kept (next to the plan by default): it is the expensive part.
   const std::string profile_out =
       o.profile_out.empty()
           ? (std::filesystem::path(o.output).parent_path() / "profile.json").string()
           : o.profile_out;
-  write_profile(profile_out, profile);
-  spdlog::info("profile written to {}", profile_out);
-  search_and_write_plan(profile, in.weights, texts, o.flags, o.output, o.json);
+  request.profile.on_profile = [&](const Profile& profile) {
+    printer.finish();
+    write_profile(profile_out, profile);
+    spdlog::info("profile written to {}", profile_out);
+  };
+  const pipeline::TunedPlan tuned = pipeline::tune(request);
+  write_plan(o.output, tuned.plan);
+  print_tuned_plan(tuned, o.output, o.json);
 }
 
 }  // namespace

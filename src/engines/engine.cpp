@@ -162,8 +162,8 @@ std::optional<int> engine_rotation_span(const EngineSpec& engine, int head_dim, 
 // The twins come from the format table: a rotated format's codec wraps its cache type's.
 std::optional<Format> rotated_twin(const Format& f, int span) {
   if (f.is_slot()) return std::nullopt;
-  for (const FormatInfo& info : all_format_infos()) {
-    if (rotated_inner_codec(info.codec) == f.info().codec && info.rotation_span == span) {
+  for (const KvFormatTraits& info : format_table()) {
+    if (codec_traits(info.codec).inner == f.info().codec && info.rotation_span() == span) {
       return Format(info.id);
     }
   }
@@ -171,9 +171,9 @@ std::optional<Format> rotated_twin(const Format& f, int span) {
 }
 
 Format engine_cache_type(const Format& f) {
-  const Codec inner = f.is_slot() ? Codec::kNone : rotated_inner_codec(f.info().codec);
+  const Codec inner = f.is_slot() ? Codec::kNone : codec_traits(f.info().codec).inner;
   if (inner == Codec::kNone) return f;
-  for (const FormatInfo& info : all_format_infos()) {
+  for (const KvFormatTraits& info : format_table()) {
     if (info.codec == inner) return Format(info.id);
   }
   return f;
@@ -239,7 +239,7 @@ bool setting_stores(const EngineSpec& engine, const RotationSetting& setting, in
   }
   const bool rotated = keys ? setting.keys : setting.values;
   if (engine_cache_type(f) != f) {
-    return rotated && engine_rotation_span(engine, head_dim, keys) == f.info().rotation_span;
+    return rotated && engine_rotation_span(engine, head_dim, keys) == f.info().rotation_span();
   }
   return !rotated;
 }
@@ -293,7 +293,7 @@ std::vector<int> engine_boundary_layers(const EngineSpec& engine, int n_layers) 
 
 std::vector<Format> engine_formats(const EngineSpec& engine) {
   std::vector<Format> out;
-  for (const FormatInfo& info : all_format_infos()) {
+  for (const KvFormatTraits& info : format_table()) {
     const Format f(info.id);
     if (engine_stores(engine, f)) out.push_back(f);
   }

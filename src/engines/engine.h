@@ -137,7 +137,7 @@ bool engine_runs_uniform(const EngineSpec& engine, const KvPair& pair, int n_lay
 // The cache type an engine is given for `f`: q8_0 for q8_0_had and q8_0_had64 (the engine rotates
 // it itself), `f` otherwise.
 Format engine_cache_type(const Format& f);
-// How the engine rotates one side at head_dim, as a kvplan rotation span (FormatInfo::
+// How the engine rotates one side at head_dim, as a kvplan rotation span (KvFormatTraits::
 // rotation_span): 0 for the whole row, 64 for spans of 64; nullopt where it does not rotate or
 // rotates in blocks kvplan packs no format for (llama.cpp's K at head_dim 384: blocks of 128).
 // llama.cpp: K whole at a power-of-two head_dim, 64 at 192, 320, ...; V 0 at 64, else 64.

@@ -9,45 +9,6 @@
 namespace kvplan {
 namespace {
 
-constexpr FormatInfo info_of(const KvFormatTraits& t) {
-  const bool blocks = t.unit == RowUnit::kBlock || t.unit == RowUnit::kSplitBlock ||
-                      t.unit == RowUnit::kRotatedBlocks || t.unit == RowUnit::kRotatedSpans;
-  // A split block's scale byte sits after the row's codes but belongs to the block.
-  const int block_bytes = t.unit == RowUnit::kSplitBlock ? t.unit_bytes + 1 : t.unit_bytes;
-  return {static_cast<FormatId>(t.id),
-          t.name,
-          t.version,
-          t.family,
-          t.bits,
-          blocks ? t.unit_values : 0,
-          blocks ? block_bytes : 0,
-          t.unit == RowUnit::kIntGroup ? t.unit_values : 0,
-          t.meaning,
-          t.per_channel_layout != 0,
-          t.tensor_scale_range,
-          codec_rotates_row(t.codec),
-          t.default_candidate,
-          t.engines,
-          t.codec,
-          t.unit == RowUnit::kRotatedSpans ? t.unit_values : 0};
-}
-
-constexpr auto kFormats = [] {
-  std::array<FormatInfo, std::size(kKvFormatTable)> out{};
-  for (size_t i = 0; i < out.size(); ++i) out[i] = info_of(kKvFormatTable[i]);
-  return out;
-}();
-
-constexpr FormatInfo kSlotInfo = {FormatId::kSlot,
-                                  "slot",
-                                  1,
-                                  FormatFamily::kOpaqueSlot,
-                                  0,
-                                  0,
-                                  0,
-                                  0,
-                                  "opaque engine slot: N bytes per token per KV head (K+V)"};
-
 struct Alias {
   std::string_view alias;
   FormatId id;
@@ -61,22 +22,22 @@ constexpr std::array<Alias, 6> kAliases = {{{"fp32", FormatId::kF32},
 
 }  // namespace
 
-std::span<const FormatInfo> all_format_infos() {
-  return kFormats;
+std::span<const KvFormatTraits> format_table() {
+  return kKvFormatTable;
 }
 
 std::string format_names_for_help() {
   std::string names;
-  for (const FormatInfo& info : kFormats) {
+  for (const KvFormatTraits& info : kKvFormatTable) {
     names += info.name;
     names += ", ";
   }
   return names + "slot:N";
 }
 
-const FormatInfo& Format::info() const {
-  if (id_ == FormatId::kSlot) return kSlotInfo;
-  for (const FormatInfo& info : kFormats) {
+const KvFormatTraits& Format::info() const {
+  if (id_ == FormatId::kSlot) return kSlotTraits;
+  for (const KvFormatTraits& info : kKvFormatTable) {
     if (info.id == id_) return info;
   }
   fail(ErrorCode::kInternal, "format id {} has no catalogue entry", static_cast<int>(id_));
@@ -87,7 +48,7 @@ Format Format::from_id(uint16_t id, uint32_t slot_bytes) {
     if (slot_bytes == 0) fail(ErrorCode::kInvalidArgument, "format slot: size must be > 0 bytes");
     return Format(FormatId::kSlot, slot_bytes);
   }
-  for (const FormatInfo& info : kFormats) {
+  for (const KvFormatTraits& info : kKvFormatTable) {
     if (static_cast<uint16_t>(info.id) == id) return Format(info.id);
   }
   fail(ErrorCode::kInvalidArgument, "unknown format id {} (known: {})", id,
@@ -105,7 +66,7 @@ Format Format::parse(std::string_view text) {
     }
     return Format(FormatId::kSlot, n);
   }
-  for (const FormatInfo& info : kFormats) {
+  for (const KvFormatTraits& info : kKvFormatTable) {
     if (info.name == text) return Format(info.id);
   }
   for (const Alias& alias : kAliases) {

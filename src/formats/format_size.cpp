@@ -15,21 +15,21 @@ size_t effective_group_size(Format format, size_t n_values, size_t group_size) {
     case FormatFamily::kUniformInt: {
       // A format with its own group (int4_g64) ignores the plan's group size.
       const size_t group =
-          format.info().group > 0 ? static_cast<size_t>(format.info().group) : group_size;
+          format.info().group() > 0 ? static_cast<size_t>(format.info().group()) : group_size;
       if (group == 0) {
         fail(ErrorCode::kInvalidArgument, "format {}: group size must be > 0", format.name());
       }
       return group < n_values ? group : n_values;
     }
     default:
-      return format.info().block_values > 0 ? static_cast<size_t>(format.info().block_values)
-                                            : n_values;
+      return format.info().block_values() > 0 ? static_cast<size_t>(format.info().block_values())
+                                              : n_values;
   }
 }
 
 size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
   if (n_values == 0) fail(ErrorCode::kInvalidArgument, "format {}: empty row", format.name());
-  const FormatInfo& info = format.info();
+  const KvFormatTraits& info = format.info();
   switch (info.family) {
     case FormatFamily::kUniformInt:
       (void)effective_group_size(format, n_values, group_size);  // refuses group 0
@@ -39,21 +39,21 @@ size_t packed_row_bytes(Format format, size_t n_values, size_t group_size) {
            "format {} is an opaque per-token slot for K and V together; it has no row layout",
            format.name());
     default:
-      if (info.rotation_span > 0 && n_values % static_cast<size_t>(info.rotation_span) != 0) {
+      if (info.rotation_span() > 0 && n_values % static_cast<size_t>(info.rotation_span()) != 0) {
         fail(ErrorCode::kInvalidArgument,
              "format {} rotates spans of {} values with a Hadamard transform: a row of {} values "
              "is not a whole number of spans",
-             info.name, info.rotation_span, n_values);
+             info.name, info.rotation_span(), n_values);
       }
-      if (info.block_values > 0 && n_values % static_cast<size_t>(info.block_values) != 0) {
+      if (info.block_values() > 0 && n_values % static_cast<size_t>(info.block_values()) != 0) {
         fail(ErrorCode::kInvalidArgument,
              "format {} packs blocks of {} values; a row of {} values is not a whole number of "
              "blocks (use int8/int4/int2, whose group is clamped to the row)",
-             info.name, info.block_values, n_values);
+             info.name, info.block_values(), n_values);
       }
-      if (info.rotated && info.rotation_span == 0) {
+      if (info.rotated() && info.rotation_span() == 0) {
         // Formats with tables per head_dim start at kMinTabulatedRow.
-        const size_t least = static_cast<size_t>(least_rotated_row(info.codec));
+        const size_t least = static_cast<size_t>(codec_traits(info.codec).least_row);
         if (!rotated_row_fits(static_cast<long>(n_values)) || n_values < least) {
           fail(ErrorCode::kInvalidArgument,
                "format {} rotates whole rows with a Hadamard transform: a row of {} values is not "
@@ -91,7 +91,7 @@ RowFormat kernel_row_format(Format format, int head_dim, int group_size, std::st
   RowFormat row;
   if (format.is_slot() ||
       !make_row_format(static_cast<uint16_t>(format.id()), head_dim, group_size, &row)) {
-    const int block = format.info().block_values;
+    const int block = format.info().block_values();
     fail(ErrorCode::kInvalidArgument,
          "{}: format {} cannot pack rows of head_dim {} (group {}) in the kernels; {}rows hold up "
          "to {} values",

@@ -40,7 +40,7 @@ enum class RowUnit : uint8_t {
   // by one scale byte per block (vLLM's NVFP4 row); rows must be whole blocks.
   kSplitBlock,
   // The whole row is one unit: `bits` per value packed densely, then unit_bytes bytes of the row's
-  // parameters (its scale, norm, minimum). Codecs that rotate the row (codec_rotates_row) need
+  // parameters (its scale, norm, minimum). Codecs that rotate the row (CodecTraits::rotates) need
   // a power of two in [kMinTabulatedRow, kMaxRotatedRow]; 3-bit codes need whole groups of 8.
   kRow,
   // The row rotated by the normalized Walsh-Hadamard transform, then packed as blocks of
@@ -53,42 +53,75 @@ enum class RowUnit : uint8_t {
   kRotatedSpans,
 };
 
-// The math that packs one unit (kv_format_math.h): one entry per distinct algorithm.
-enum class Codec : uint8_t {
-  kNone,
-  kF32,
-  kF16,
-  kBF16,
-  kInt8,
-  kInt4,
-  kInt2,
-  kQ8_0,
-  kQ4_0,
-  kQ4_1,
-  kQ5_0,
-  kQ5_1,
-  kIq4Nl,
-  kFp8E4M3,
-  kFp8E5M2,
-  kMxfp4,
-  kMxfp6E2M3,
-  kMxfp8E4M3,
-  kNvfp4,
-  kFp8E4M3PerTokenHead,
-  kHadamardQ8_0,
-  kHadamardQ4_0,
-  kHadamardIq4Nl,
-  kTqFp8,
-  kTqMse3,
-  kTqMse4,
-  kTqInt3,
-  kTqInt4,
-  kInt4PerTokenHead,
-  kInt8PerTokenHead,
-  kHadamardQ4_1,
-  kHadamardQ5_0,
-  kHadamardQ5_1,
+// The math that packs one unit (formats/math/): one row per distinct algorithm, with what the rest
+// of kvplan needs to know of it.
+// X(enum, inner, rotates, least_row, int_bits, per_value)
+//   inner      the ggml codec a Hadamard codec packs the rotated values with (q4_0 for q4_0_had and
+//              q4_0_had64: the cache type a rotating engine is given); None for every other codec
+//   rotates    it rotates its unit before quantizing it (the Hadamard formats, TurboQuant keys,
+//              vLLM's int4 rows): the whole row, or a span of it (RowUnit::kRotatedSpans)
+//   least_row  the least row it packs: codecs with tables per head_dim start at kMinTabulatedRow
+//   int_bits   bits per code of the asymmetric int groups; 0 for every other codec
+//   per_value  it packs each value on its own (a row of them is one long unit)
+// clang-format off
+#define KVPLAN_CODECS(X)                                                 \
+  X(None,                 None,  false, 1,                0, false)      \
+  X(F32,                  None,  false, 1,                0, true)       \
+  X(F16,                  None,  false, 1,                0, true)       \
+  X(BF16,                 None,  false, 1,                0, true)       \
+  X(Int8,                 None,  false, 1,                8, false)      \
+  X(Int4,                 None,  false, 1,                4, false)      \
+  X(Int2,                 None,  false, 1,                2, false)      \
+  X(Q8_0,                 None,  false, 1,                0, false)      \
+  X(Q4_0,                 None,  false, 1,                0, false)      \
+  X(Q4_1,                 None,  false, 1,                0, false)      \
+  X(Q5_0,                 None,  false, 1,                0, false)      \
+  X(Q5_1,                 None,  false, 1,                0, false)      \
+  X(Iq4Nl,                None,  false, 1,                0, false)      \
+  X(Fp8E4M3,              None,  false, 1,                0, true)       \
+  X(Fp8E5M2,              None,  false, 1,                0, true)       \
+  X(Mxfp4,                None,  false, 1,                0, false)      \
+  X(Mxfp6E2M3,            None,  false, 1,                0, false)      \
+  X(Mxfp8E4M3,            None,  false, 1,                0, false)      \
+  X(Nvfp4,                None,  false, 1,                0, false)      \
+  X(Fp8E4M3PerTokenHead,  None,  false, 1,                0, false)      \
+  X(HadamardQ8_0,         Q8_0,  true,  1,                0, false)      \
+  X(HadamardQ4_0,         Q4_0,  true,  1,                0, false)      \
+  X(HadamardIq4Nl,        Iq4Nl, true,  1,                0, false)      \
+  X(TqFp8,                None,  false, 1,                0, true)       \
+  X(TqMse3,               None,  true,  kMinTabulatedRow, 0, false)      \
+  X(TqMse4,               None,  true,  kMinTabulatedRow, 0, false)      \
+  X(TqInt3,               None,  false, 1,                0, false)      \
+  X(TqInt4,               None,  false, 1,                0, false)      \
+  X(Int4PerTokenHead,     None,  true,  kMinTabulatedRow, 0, false)      \
+  X(Int8PerTokenHead,     None,  false, 1,                0, false)      \
+  X(HadamardQ4_1,         Q4_1,  true,  1,                0, false)      \
+  X(HadamardQ5_0,         Q5_0,  true,  1,                0, false)      \
+  X(HadamardQ5_1,         Q5_1,  true,  1,                0, false)
+// clang-format on
+
+#define KVPLAN_CODEC_ENUMERATOR(e, ...) k##e,
+enum class Codec : uint8_t { KVPLAN_CODECS(KVPLAN_CODEC_ENUMERATOR) };
+#undef KVPLAN_CODEC_ENUMERATOR
+
+struct CodecTraits {
+  Codec inner = Codec::kNone;
+  bool rotates = false;
+  int least_row = 1;
+  int int_bits = 0;
+  bool per_value = false;
 };
+
+KVPLAN_HD constexpr CodecTraits codec_traits(Codec c) {
+  switch (c) {
+#define KVPLAN_CODEC_CASE(e, inner, rotates, least_row, int_bits, per_value) \
+  case Codec::k##e:                                                          \
+    return {Codec::k##inner, rotates, least_row, int_bits, per_value};
+    KVPLAN_CODECS(KVPLAN_CODEC_CASE)
+#undef KVPLAN_CODEC_CASE
+  }
+  return {};
+}
 
 // Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
 // has each engine's accepted values and their sources).
@@ -100,27 +133,6 @@ inline constexpr uint32_t kEngineModelopt = 1u << 4;    // kv_cache_quant_algo
 inline constexpr uint32_t kEngineHf = 1u << 5;          // KVTuner's per-layer nbits (transformers)
 inline constexpr uint32_t kEngineVllmTurboquant = 1u << 6;  // --kv-cache-dtype turboquant_*
 inline constexpr uint32_t kEngineLlamas = kEngineLlamaCpp | kEngineIkLlamaCpp;
-
-struct KvFormatTraits {
-  uint16_t id = 0;  // FormatId value, written into plans and stored objects
-  const char* name = "";
-  uint16_t version = 0;
-  FormatFamily family = FormatFamily::kOpaqueSlot;
-  int bits = 0;  // nominal bits per value
-  Codec codec = Codec::kNone;
-  RowUnit unit = RowUnit::kValue;
-  int unit_values = 0;  // kBlock: values per block; kIntGroup: fixed group (0 = the plan's)
-  int unit_bytes = 0;   // kBlock: bytes per block; kValue: bytes per value
-  // KIVI key formats pack each channel over group_size tokens with the row layout of this int
-  // format id; values refuse them. 0 for every other format.
-  uint16_t per_channel_layout = 0;
-  // > 0: the format stores x / s with an f32 scale s per (layer, KV head) kept outside the row,
-  // calibrated as s = absmax / tensor_scale_range (formats/fp8_scales.h).
-  float tensor_scale_range = 0.0f;
-  bool default_candidate = false;  // searched when the user names no formats
-  uint32_t engines = 0;            // kEngine* bits
-  const char* meaning = "";
-};
 
 // X(enum, id, name, version, family, bits, codec, unit, unit_values, unit_bytes,
 //   per_channel_layout, tensor_scale_range, default_candidate, engines, meaning)
@@ -236,6 +248,63 @@ struct KvFormatTraits {
     "iq4_nl of the row rotated in spans of 64 (llama.cpp's V rotation)")
 // clang-format on
 
+// One enumerator per line of the table (kF16, kQ4_0, ...), plus the opaque slot. Numeric ids are
+// written into plans and stored objects.
+#define KVPLAN_FORMAT_ENUMERATOR(e, id, ...) k##e = id,
+enum class FormatId : uint16_t {
+  KVPLAN_KV_FORMATS(KVPLAN_FORMAT_ENUMERATOR)  //
+  kSlot = 64,  // opaque engine slot: N bytes per token per KV head for K and V together
+};
+#undef KVPLAN_FORMAT_ENUMERATOR
+
+// One line of the table, and what follows from it.
+struct KvFormatTraits {
+  FormatId id{};  // written into plans and stored objects
+  const char* name = "";
+  uint16_t version = 0;
+  FormatFamily family = FormatFamily::kOpaqueSlot;
+  int bits = 0;  // nominal bits per value (0 for slots: depends on N and head_dim)
+  Codec codec = Codec::kNone;
+  RowUnit unit = RowUnit::kValue;
+  int unit_values = 0;  // kBlock: values per block; kIntGroup: fixed group (0 = the plan's)
+  int unit_bytes = 0;   // kBlock: bytes per block; kValue: bytes per value
+  // KIVI key formats pack each channel over group_size tokens with the row layout of this int
+  // format id; values refuse them, and the layer keeps KIVI's full-precision residual window
+  // (formats/quant_settings.h, layer_runs_kivi). 0 for every other format.
+  uint16_t per_channel_layout = 0;
+  // > 0: the format stores x / s with an f32 scale s per (layer, KV head) kept outside the row,
+  // calibrated as s = absmax / tensor_scale_range (formats/fp8_scales.h; FP8: the largest finite
+  // value; NVFP4: 6 x 448).
+  float tensor_scale_range = 0.0f;
+  bool default_candidate = false;  // searched when the user names no formats
+  uint32_t engines = 0;            // kEngine* bits
+  const char* meaning = "";
+
+  // Values per block of the block formats (ggml, MX, NVFP4, rotated blocks and spans), else 0.
+  KVPLAN_HD constexpr int block_values() const {
+    const bool blocks = unit == RowUnit::kBlock || unit == RowUnit::kSplitBlock ||
+                        unit == RowUnit::kRotatedBlocks || unit == RowUnit::kRotatedSpans;
+    return blocks ? unit_values : 0;
+  }
+  // Bytes per block, scale included (a split block's scale byte sits after the row's codes but
+  // belongs to the block), else 0.
+  KVPLAN_HD constexpr int block_bytes() const {
+    if (block_values() == 0) return 0;
+    return unit == RowUnit::kSplitBlock ? unit_bytes + 1 : unit_bytes;
+  }
+  // Uniform int groups: the format's own group (0 = the plan's group_size); 0 otherwise.
+  KVPLAN_HD constexpr int group() const { return unit == RowUnit::kIntGroup ? unit_values : 0; }
+  KVPLAN_HD constexpr bool per_channel_keys() const { return per_channel_layout != 0; }
+  // Packs the Hadamard-rotated row (head_dim a power of two, <= 512) or its spans.
+  KVPLAN_HD constexpr bool rotated() const { return codec_traits(codec).rotates; }
+  // Rotated formats: the values rotated together, 0 for the whole row (q4_0_had), else each span
+  // of that many values on its own (q4_0_had64: llama.cpp's V rotation).
+  KVPLAN_HD constexpr int rotation_span() const {
+    return unit == RowUnit::kRotatedSpans ? unit_values : 0;
+  }
+  [[nodiscard]] constexpr bool has_tensor_scale() const { return tensor_scale_range > 0.0f; }
+};
+
 // FormatId values for code that cannot include src/formats/format.h (device code).
 #define KVPLAN_FORMAT_ID_CONSTANT(e, id, ...) inline constexpr uint16_t kFmt##e = id;
 KVPLAN_KV_FORMATS(KVPLAN_FORMAT_ID_CONSTANT)
@@ -244,8 +313,9 @@ KVPLAN_KV_FORMATS(KVPLAN_FORMAT_ID_CONSTANT)
 #define KVPLAN_FORMAT_TRAITS(e, id, name, version, family, bits, codec, unit, unit_values,         \
                              unit_bytes, layout, scale_range, default_candidate, engines, meaning) \
   KvFormatTraits {                                                                                 \
-    id, name, version, FormatFamily::family, bits, Codec::codec, RowUnit::unit, unit_values,       \
-        static_cast<int>(unit_bytes), layout, scale_range, default_candidate, engines, meaning     \
+    static_cast<FormatId>(id), name, version, FormatFamily::family, bits, Codec::codec,            \
+        RowUnit::unit, unit_values, static_cast<int>(unit_bytes), layout, scale_range,             \
+        default_candidate, engines, meaning                                                        \
   }
 
 // The traits of format `id`; codec kNone (and id 0) when the id is unknown.
@@ -272,50 +342,50 @@ KVPLAN_HD constexpr uint16_t row_layout_id(uint16_t id) {
   return layout != 0 ? layout : id;
 }
 
-// Codecs that pack each value on its own (a row of them is one long unit).
-KVPLAN_HD constexpr bool per_value_codec(Codec c) {
-  return c == Codec::kF32 || c == Codec::kF16 || c == Codec::kBF16 || c == Codec::kFp8E4M3 ||
-         c == Codec::kFp8E5M2 || c == Codec::kTqFp8;
+// The traits of the opaque slot, which has no line of the table (its size is N per token).
+inline constexpr KvFormatTraits kSlotTraits{
+    .id = FormatId::kSlot,
+    .name = "slot",
+    .version = 1,
+    .meaning = "opaque engine slot: N bytes per token per KV head (K+V)"};
+
+// What an engine's own configuration calls a format where that is not kvplan's name (TensorRT-LLM's
+// KvCacheConfig.dtype, ModelOpt's quant_algo, KVTuner's nbits, which also name the "KV8", "K8V4"
+// pairs); the other engines take kvplan's names.
+// X(engine bit, format, spelling)
+#define KVPLAN_ENGINE_SPELLINGS(X)   \
+  X(kEngineHf, BF16, "16")           \
+  X(kEngineHf, Int8, "8")            \
+  X(kEngineHf, Int4, "4")            \
+  X(kEngineHf, Int2, "2")            \
+  X(kEngineTrtllm, Fp8E4M3, "fp8")   \
+  X(kEngineTrtllm, Nvfp4, "nvfp4")   \
+  X(kEngineTrtllm, BF16, "bfloat16") \
+  X(kEngineTrtllm, F16, "float16")   \
+  X(kEngineModelopt, Fp8E4M3, "FP8") \
+  X(kEngineModelopt, Nvfp4, "NVFP4")
+
+// The engine's name of format `id`; nullptr where it has none.
+constexpr const char* engine_spelling(uint32_t engine, FormatId id) {
+#define KVPLAN_SPELLING_CASE(bit, e, text) \
+  if (engine == bit && id == FormatId::k##e) return text;
+  KVPLAN_ENGINE_SPELLINGS(KVPLAN_SPELLING_CASE)
+#undef KVPLAN_SPELLING_CASE
+  return nullptr;
 }
 
-// The ggml codec a Hadamard codec packs the rotated values with (q4_0 for q4_0_had and
-// q4_0_had64: the cache type a rotating engine is given); kNone for every other codec.
-KVPLAN_HD constexpr Codec rotated_inner_codec(Codec c) {
-  switch (c) {
-    case Codec::kHadamardQ8_0:
-      return Codec::kQ8_0;
-    case Codec::kHadamardQ4_0:
-      return Codec::kQ4_0;
-    case Codec::kHadamardQ4_1:
-      return Codec::kQ4_1;
-    case Codec::kHadamardQ5_0:
-      return Codec::kQ5_0;
-    case Codec::kHadamardQ5_1:
-      return Codec::kQ5_1;
-    case Codec::kHadamardIq4Nl:
-      return Codec::kIq4Nl;
-    default:
-      return Codec::kNone;
-  }
-}
-
-// Codecs that rotate their unit before quantizing it (the Hadamard formats, TurboQuant keys): the
-// whole row, or a span of it (RowUnit::kRotatedSpans).
-KVPLAN_HD constexpr bool codec_rotates_row(Codec c) {
-  return rotated_inner_codec(c) != Codec::kNone || c == Codec::kTqMse3 || c == Codec::kTqMse4 ||
-         c == Codec::kInt4PerTokenHead;
-}
-
-// The least row a rotating codec packs: those with tables per head_dim start at kMinTabulatedRow.
-KVPLAN_HD constexpr int least_rotated_row(Codec c) {
-  return c == Codec::kTqMse3 || c == Codec::kTqMse4 || c == Codec::kInt4PerTokenHead
-             ? kMinTabulatedRow
-             : 1;
-}
-
-// Bits per code of the int codecs (0 for every other codec).
-KVPLAN_HD constexpr int int_codec_bits(Codec c) {
-  return c == Codec::kInt8 ? 8 : c == Codec::kInt4 ? 4 : c == Codec::kInt2 ? 2 : 0;
+// The format the engine calls `spelling`; kSlot (never a spelling) where none is.
+constexpr FormatId format_of_spelling(uint32_t engine, const char* spelling, size_t length) {
+  const auto equal = [&](const char* text) {
+    size_t i = 0;
+    while (i < length && text[i] != '\0' && text[i] == spelling[i]) ++i;
+    return i == length && text[i] == '\0';
+  };
+#define KVPLAN_SPELLING_LOOKUP(bit, e, text) \
+  if (engine == bit && equal(text)) return FormatId::k##e;
+  KVPLAN_ENGINE_SPELLINGS(KVPLAN_SPELLING_LOOKUP)
+#undef KVPLAN_SPELLING_LOOKUP
+  return FormatId::kSlot;
 }
 
 }  // namespace kvplan

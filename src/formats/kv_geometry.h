@@ -1,6 +1,7 @@
 // The KV-cache shape of a model: per layer, how many KV heads of which size, and the sliding
-// window (0 = full attention). This is all the estimator, the plan validator and the runtime need
-// to know about a model, so `runtime/` never depends on `model/`.
+// window (0 = full attention); and the model identity profiles and plans carry with it. This is all
+// the estimator, the plan validator and the runtime need to know about a model, so `runtime/` never
+// depends on `model/`.
 //
 //   kvplan::KvGeometry g = kvplan::KvGeometry::uniform("llama-3.1-8b", 32, 8, 128);
 #pragma once
@@ -25,6 +26,16 @@ struct KvGeometry {
     return {std::move(name), std::vector<KvLayerGeometry>(n_layers, {n_kv_heads, head_dim, 0})};
   }
   [[nodiscard]] int n_layers() const { return static_cast<int>(layers.size()); }
+};
+
+// The model a profile or a plan is for: its identity, and the KV geometry its bytes are counted
+// on (sliding windows included).
+struct KvModel {
+  std::string name;
+  std::string architecture;
+  std::string fingerprint;  // hex; the model fingerprint of src/model (tensors, not weights)
+  int n_attention_heads = 0;
+  KvGeometry geometry;
 };
 
 }  // namespace kvplan

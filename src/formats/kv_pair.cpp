@@ -7,27 +7,18 @@
 namespace kvplan {
 namespace {
 
+// KVTuner's names: "KV8" and "K8V4" name bf16 and the int formats by their bits.
 std::optional<Format> format_for_bits(std::string_view digits) {
-  if (digits == "16") return Format(FormatId::kBF16);
-  if (digits == "8") return Format(FormatId::kInt8);
-  if (digits == "4") return Format(FormatId::kInt4);
-  if (digits == "2") return Format(FormatId::kInt2);
-  return std::nullopt;
+  const FormatId id = format_of_spelling(kEngineHf, digits.data(), digits.size());
+  if (id == FormatId::kSlot) return std::nullopt;
+  return Format(id);
 }
 
 std::optional<int> bits_name(Format f) {
-  switch (f.id()) {
-    case FormatId::kBF16:
-      return 16;
-    case FormatId::kInt8:
-      return 8;
-    case FormatId::kInt4:
-      return 4;
-    case FormatId::kInt2:
-      return 2;
-    default:
-      return std::nullopt;
-  }
+  if (f.is_slot()) return std::nullopt;
+  const char* bits = engine_spelling(kEngineHf, f.id());
+  if (bits == nullptr) return std::nullopt;
+  return std::stoi(bits);
 }
 
 [[noreturn]] void bad_pair(std::string_view text) {

@@ -32,6 +32,7 @@ struct KvPair {
   [[nodiscard]] double nominal_bits(int head_dim) const;
 
   bool operator==(const KvPair&) const = default;
+  auto operator<=>(const KvPair&) const = default;  // an order for maps keyed by pairs
 };
 
 }  // namespace kvplan

@@ -70,7 +70,7 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
       f.row_bytes = row_values * t.unit_bytes;
       break;
     case RowUnit::kIntGroup: {
-      const int bits = int_codec_bits(t.codec);
+      const int bits = codec_traits(t.codec).int_bits;
       if (t.unit_values > 0) group_size = t.unit_values;
       if (group_size <= 0) return false;
       f.unit_values = group_size < row_values ? group_size : row_values;
@@ -94,8 +94,8 @@ KVPLAN_HD inline bool row_geometry(uint16_t id, int row_values, int group_size, 
       break;
     case RowUnit::kRow:
       if (row_values * t.bits % 8 != 0 || (t.bits == 3 && row_values % 8 != 0)) return false;
-      if (codec_rotates_row(t.codec) &&
-          (!rotated_row_fits(row_values) || row_values < least_rotated_row(t.codec))) {
+      if (codec_traits(t.codec).rotates &&
+          (!rotated_row_fits(row_values) || row_values < codec_traits(t.codec).least_row)) {
         return false;
       }
       f.unit_values = row_values;

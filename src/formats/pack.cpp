@@ -81,8 +81,8 @@ RowFormat row_format(Format format, size_t n, size_t group) {
 
 // Packs rows whose sizes the caller has validated (row_bytes = packed_row_bytes(format, n, group)).
 // The codec is dispatched once per call: each codec gets its own row loop over the math the GPU
-// kernels use (src/formats/kv_row_format.h). f32 rows are their bytes, per-value codecs take a row as
-// one unit, int rows take the group loops above, and block codecs go block by block.
+// kernels use (src/formats/kv_row_format.h). f32 rows are their bytes, per-value codecs take a row
+// as one unit, int rows take the group loops above, and block codecs go block by block.
 void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n, size_t row_bytes,
                          uint8_t* dst, const PackOptions& options) {
   const RowFormat f = row_format(format, n, options.group_size);
@@ -94,10 +94,10 @@ void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n,
       uint8_t* out = dst + r * row_bytes;
       if constexpr (kC == Codec::kF32) {
         std::memcpy(out, in, n * sizeof(float));
-      } else if constexpr (per_value_codec(kC)) {
+      } else if constexpr (codec_traits(kC).per_value) {
         quantize_unit_as<kC>(in, static_cast<int>(n), out, nullptr, options.fp8_scale);
-      } else if constexpr (int_codec_bits(kC) > 0) {
-        pack_int_row<int_codec_bits(kC)>(in, n, group, out);
+      } else if constexpr (codec_traits(kC).int_bits > 0) {
+        pack_int_row<codec_traits(kC).int_bits>(in, n, group, out);
       } else {
         for (int u = 0; u < f.n_units; ++u) {
           quantize_unit_out_of_line<kC>(in + u * f.unit_values, row_unit_values(f, u),
@@ -120,10 +120,10 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t n_rows, siz
       float* out = y + r * n;
       if constexpr (kC == Codec::kF32) {
         std::memcpy(out, in, n * sizeof(float));
-      } else if constexpr (per_value_codec(kC)) {
+      } else if constexpr (codec_traits(kC).per_value) {
         dequantize_unit_as<kC>(in, nullptr, static_cast<int>(n), out, options.fp8_scale);
-      } else if constexpr (int_codec_bits(kC) > 0) {
-        unpack_int_row<int_codec_bits(kC)>(in, n, group, out);
+      } else if constexpr (codec_traits(kC).int_bits > 0) {
+        unpack_int_row<codec_traits(kC).int_bits>(in, n, group, out);
       } else {
         for (int u = 0; u < f.n_units; ++u) {
           dequantize_unit_out_of_line<kC>(in + u * f.unit_bytes, in + f.scale_offset + u,

@@ -34,7 +34,7 @@ void QuantSettings::validate() const {
 }
 
 bool layer_runs_kivi(const KvPair& pair, const QuantSettings& settings) {
-  return settings.mode == QuantMode::kKivi || pair.key.info().per_channel_keys;
+  return settings.mode == QuantMode::kKivi || pair.key.info().per_channel_keys();
 }
 
 bool keys_packed_per_channel(const KvPair& pair, const QuantSettings& settings) {
@@ -43,7 +43,7 @@ bool keys_packed_per_channel(const KvPair& pair, const QuantSettings& settings) 
 
 void check_layer_settings(const KvPair& pair, const QuantSettings& settings,
                           std::string_view where) {
-  if (pair.value.info().per_channel_keys) {
+  if (pair.value.info().per_channel_keys()) {
     fail(ErrorCode::kInvalidArgument,
          "{}: value format {} packs keys per channel (KIVI); values take a per-token format such "
          "as int{}",

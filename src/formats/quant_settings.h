@@ -5,7 +5,7 @@
 // kivi:      K per channel over groups of `group_size` consecutive tokens, V per token; the newest
 //            tokens that do not yet fill a `residual_length` window stay in full precision (bf16).
 // A per-token plan may still run KIVI on some layers: those whose key format is a per-channel one
-// (int4_kivi, ...; FormatInfo::per_channel_keys), so the search chooses KIVI keys per layer.
+// (int4_kivi, ...; KvFormatTraits::per_channel_keys), so the search chooses KIVI keys per layer.
 #pragma once
 
 #include <cstddef>

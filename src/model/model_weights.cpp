@@ -273,4 +273,9 @@ std::map<std::string, int> tensor_type_histogram(const std::vector<TensorSummary
   return out;
 }
 
+KvModel kv_model(const ModelWeights& weights) {
+  const ModelConfig& c = weights.config;
+  return {c.name, c.architecture, hash_hex(weights.fingerprint), c.n_heads, kv_geometry(c)};
+}
+
 }  // namespace kvplan

@@ -93,6 +93,10 @@ std::string harness_support_problem(const ModelConfig& config, std::string_view 
 // so that a plan can say which model it was made for (ARCHITECTURE §3.2).
 uint64_t model_fingerprint(const ModelConfig& config, const std::vector<TensorSummary>& tensors);
 
+// The model as profiles and plans record it: name, architecture, fingerprint (hex) and KV
+// geometry, sliding windows included.
+KvModel kv_model(const ModelWeights& weights);
+
 // Number of tensors per storage type ("Q4_1" -> 120, ...).
 std::map<std::string, int> tensor_type_histogram(const std::vector<TensorSummary>& tensors);
 

@@ -87,7 +87,7 @@ Plan plan_from_json(const json& j, const std::string& source) {
   plan.model.architecture = m.string("architecture");
   plan.model.fingerprint = m.string("fingerprint");
   const int n_layers = static_cast<int>(m.integer("num_layers", 1, 100000));
-  plan.model.num_attention_heads = static_cast<int>(m.integer("num_attention_heads", 1, 1 << 20));
+  plan.model.n_attention_heads = static_cast<int>(m.integer("num_attention_heads", 1, 1 << 20));
   const int head_dim = static_cast<int>(m.integer("head_dim", 1, 1 << 16));
   plan.model.geometry.model_name = plan.model.name;
   plan.model.geometry.layers.assign(n_layers, {0, head_dim, 0});
@@ -208,7 +208,7 @@ json plan_to_json(const Plan& plan) {
                 {"architecture", plan.model.architecture},
                 {"fingerprint", plan.model.fingerprint},
                 {"num_layers", g.n_layers()},
-                {"num_attention_heads", plan.model.num_attention_heads},
+                {"num_attention_heads", plan.model.n_attention_heads},
                 {"num_kv_heads",
                  uniform_heads && !g.layers.empty() ? json(g.layers.front().n_kv_heads) : kv_heads},
                 {"head_dim", g.layers.empty() ? 0 : g.layers.front().head_dim}};

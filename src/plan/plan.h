@@ -29,14 +29,6 @@ inline constexpr const char* kPlanSchema = "kvplan.plan/v2";
 // docs/plan-schema.md says what v2 adds.
 inline constexpr const char* kPlanSchemaV1 = "kvplan.plan/v1";
 
-struct PlanModel {
-  std::string name;
-  std::string architecture;
-  std::string fingerprint;  // hex; see model fingerprint in src/model
-  int num_attention_heads = 0;
-  KvGeometry geometry;  // num_layers, num_kv_heads (per layer), head_dim, sliding windows
-};
-
 struct PlanLayer {
   int index = 0;
   int group = 0;  // search cluster the layer belonged to
@@ -57,7 +49,7 @@ struct PlanSummary {
 struct Plan {
   std::string tool_version;
   std::string created;
-  PlanModel model;
+  KvModel model;
   QuantSettings quantization;
   std::string scale_dtype = "f16";
   std::vector<PlanLayer> layers;

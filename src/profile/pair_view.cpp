@@ -27,7 +27,7 @@ std::vector<LayerCandidates> candidates_from_profile(const Profile& profile,
   bool sides = false;
   for (const KvPair& p : profile.candidates) sides |= candidate_side(p) != CandidateSide::kJoint;
   std::vector<LayerCandidates> layers;
-  for (int l = 0; l < profile.model.num_layers; ++l) {
+  for (int l = 0; l < profile.n_layers(); ++l) {
     LayerCandidates lc{l, {}};
     if (!sides) {
       for (size_t c = 0; c < profile.candidates.size(); ++c) {

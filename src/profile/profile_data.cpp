@@ -1,5 +1,6 @@
 #include "profile/profile_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -23,7 +24,7 @@ KvHeadScales Profile::fp8_scales(int layer, const KvPair& pair) const {
 }
 
 void Profile::reset_cells() {
-  cells.assign(static_cast<size_t>(model.num_layers),
+  cells.assign(static_cast<size_t>(model.geometry.n_layers()),
                std::vector<std::optional<ProfileCell>>(candidates.size()));
 }
 
@@ -47,13 +48,23 @@ nlohmann::ordered_json profile_to_json(const Profile& p) {
   OJson j;
   j["schema"] = kProfileSchema;
   j["tool_version"] = p.tool_version;
+  const KvGeometry& g = p.model.geometry;
+  std::vector<int> kv_heads;
+  std::vector<int64_t> windows;
+  for (const KvLayerGeometry& l : g.layers) {
+    kv_heads.push_back(l.n_kv_heads);
+    windows.push_back(l.sliding_window);
+  }
   j["model"] = {{"name", p.model.name},
                 {"architecture", p.model.architecture},
                 {"fingerprint", p.model.fingerprint},
-                {"num_layers", p.model.num_layers},
-                {"num_attention_heads", p.model.num_attention_heads},
-                {"num_kv_heads", p.model.num_kv_heads},
-                {"head_dim", p.model.head_dim}};
+                {"num_layers", g.n_layers()},
+                {"num_attention_heads", p.model.n_attention_heads},
+                {"num_kv_heads", kv_heads},
+                {"head_dim", p.head_dim()}};
+  if (std::any_of(windows.begin(), windows.end(), [](int64_t w) { return w > 0; })) {
+    j["model"]["sliding_window"] = windows;
+  }
   j["calibration"] = {
       {"source", p.calibration.source},         {"hash", p.calibration.hash},
       {"prompts", p.calibration.prompts},       {"tokens", p.calibration.tokens},
@@ -131,16 +142,27 @@ Profile profile_from_json(const Json& j, const std::string& source) {
   p.model.name = m.string("name");
   p.model.architecture = m.string("architecture");
   p.model.fingerprint = m.string("fingerprint");
-  p.model.num_layers = static_cast<int>(m.integer("num_layers", 1, kMaxLayers));
-  p.model.num_attention_heads = static_cast<int>(m.integer("num_attention_heads", 1, INT32_MAX));
-  p.model.head_dim = static_cast<int>(m.integer("head_dim", 1, INT32_MAX));
+  const int n_layers = static_cast<int>(m.integer("num_layers", 1, kMaxLayers));
+  p.model.n_attention_heads = static_cast<int>(m.integer("num_attention_heads", 1, INT32_MAX));
+  const int head_dim = static_cast<int>(m.integer("head_dim", 1, INT32_MAX));
+  p.model.geometry.model_name = p.model.name;
   const JsonFields kv = m.array("num_kv_heads");
-  if (kv.size() != static_cast<size_t>(p.model.num_layers)) {
-    m.expected("num_kv_heads", fmt::format("an array of {} counts", p.model.num_layers),
-               kv.value());
+  if (kv.size() != static_cast<size_t>(n_layers)) {
+    m.expected("num_kv_heads", fmt::format("an array of {} counts", n_layers), kv.value());
   }
   for (size_t l = 0; l < kv.size(); ++l) {
-    p.model.num_kv_heads.push_back(static_cast<int>(kv.integer_at(l, 1, INT32_MAX)));
+    p.model.geometry.layers.push_back(
+        {static_cast<int>(kv.integer_at(l, 1, INT32_MAX)), head_dim, 0});
+  }
+  // Profiles of models with sliding-window layers record the windows; older ones do not.
+  if (m.has("sliding_window")) {
+    const JsonFields w = m.array("sliding_window");
+    if (w.size() != static_cast<size_t>(n_layers)) {
+      m.expected("sliding_window", fmt::format("an array of {} windows", n_layers), w.value());
+    }
+    for (size_t l = 0; l < w.size(); ++l) {
+      p.model.geometry.layers[l].sliding_window = w.integer_at(l, 0, INT64_MAX);
+    }
   }
   const JsonFields c = root.object("calibration");
   p.calibration.source = c.string("source");
@@ -175,8 +197,8 @@ Profile profile_from_json(const Json& j, const std::string& source) {
     p.attention_device = device->get<std::string>();
   }
   if (const auto a = root.optional_array("kv_absmax")) {
-    if (a->size() != static_cast<size_t>(p.model.num_layers)) {
-      root.expected("kv_absmax", fmt::format("an array of {} layers", p.model.num_layers),
+    if (a->size() != static_cast<size_t>(p.model.geometry.n_layers())) {
+      root.expected("kv_absmax", fmt::format("an array of {} layers", p.model.geometry.n_layers()),
                     a->value());
     }
     for (size_t l = 0; l < a->size(); ++l) {
@@ -184,7 +206,7 @@ Profile profile_from_json(const Json& j, const std::string& source) {
       KvHeadAbsmax layer;
       for (auto [key, out] : {std::pair{"key", &layer.key}, std::pair{"value", &layer.value}}) {
         const JsonFields v = layer_fields.array(key);
-        const size_t heads = static_cast<size_t>(p.model.num_kv_heads[l]);
+        const size_t heads = static_cast<size_t>(p.model.geometry.layers[l].n_kv_heads);
         if (v.size() != heads) {
           layer_fields.expected(key, fmt::format("an array of {} values (one per KV head)", heads),
                                 v.value());
@@ -233,8 +255,8 @@ Profile profile_from_json(const Json& j, const std::string& source) {
   std::map<std::string, size_t> candidate_index;
   for (size_t k = 0; k < p.candidates.size(); ++k) candidate_index[p.candidates[k].name()] = k;
   const JsonFields layers = root.array("layers");
-  if (layers.size() != static_cast<size_t>(p.model.num_layers)) {
-    root.expected("layers", fmt::format("an array of {} layers", p.model.num_layers),
+  if (layers.size() != static_cast<size_t>(p.model.geometry.n_layers())) {
+    root.expected("layers", fmt::format("an array of {} layers", p.model.geometry.n_layers()),
                   layers.value());
   }
   for (size_t l = 0; l < layers.size(); ++l) {
@@ -307,7 +329,8 @@ std::string profile_identity_mismatch(const Profile& a, const Profile& b) {
     if (d.empty()) d = std::move(r);
   };
   check(differ("model.fingerprint", a.model.fingerprint, b.model.fingerprint));
-  check(differ("model.num_layers", a.model.num_layers, b.model.num_layers));
+  check(differ("model.geometry.n_layers()", a.model.geometry.n_layers(),
+               b.model.geometry.n_layers()));
   check(differ("calibration.hash", a.calibration.hash, b.calibration.hash));
   check(differ("calibration.tokens", a.calibration.tokens, b.calibration.tokens));
   check(differ("calibration.kl_prompts", a.calibration.kl_prompts, b.calibration.kl_prompts));

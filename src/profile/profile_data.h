@@ -5,7 +5,7 @@
 // give the same bytes):
 //   schema, tool_version,
 //   model        {name, architecture, fingerprint, num_layers, num_attention_heads, num_kv_heads[],
-//                 head_dim}
+//                 head_dim, sliding_window[] (only when a layer slides)}
 //   calibration  {source, hash, prompts, tokens, max_tokens, truncated, kl_prompts, kl_tokens}
 //   quantization {mode, group_size, residual_length, chunk_attends_quantized}
 //   candidates   ["KV8", "K8V4", ...]; side candidates "q4_0/f32" (keys only) and "f32/q4_0"
@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/fp8_scales.h"
+#include "formats/kv_geometry.h"
 #include "formats/kv_pair.h"
 #include "formats/quant_settings.h"
 
@@ -41,16 +42,6 @@ namespace kvplan {
 inline constexpr const char* kProfileSchema = "kvplan.profile/v2";
 // v1 profiles (every cell's dKL measured, no o_mse) still load.
 inline constexpr const char* kProfileSchemaV1 = "kvplan.profile/v1";
-
-struct ProfileModel {
-  std::string name;
-  std::string architecture;
-  std::string fingerprint;  // hex, model_fingerprint() of src/model
-  int num_layers = 0;
-  int num_attention_heads = 0;
-  std::vector<int> num_kv_heads;  // per layer
-  int head_dim = 0;
-};
 
 struct ProfileCalibration {
   std::string source;  // file name (no directories: shards run on different machines)
@@ -80,7 +71,7 @@ struct ProfileCell {
 
 struct Profile {
   std::string tool_version;
-  ProfileModel model;
+  KvModel model;
   ProfileCalibration calibration;
   QuantSettings quantization;
   bool chunk_attends_quantized = true;
@@ -103,7 +94,12 @@ struct Profile {
   void reset_cells();
   [[nodiscard]] const ProfileCell* cell(int layer, size_t candidate) const;
   [[nodiscard]] size_t n_present() const;
-  [[nodiscard]] size_t n_cells() const { return model.num_layers * candidates.size(); }
+  [[nodiscard]] int n_layers() const { return model.geometry.n_layers(); }
+  // Every layer's (profiles are of one head_dim).
+  [[nodiscard]] int head_dim() const {
+    return model.geometry.layers.empty() ? 0 : model.geometry.layers.front().head_dim;
+  }
+  [[nodiscard]] size_t n_cells() const { return n_layers() * candidates.size(); }
   [[nodiscard]] bool complete() const { return n_present() == n_cells(); }
   // `pair`'s FP8 scales at `layer`, from kv_absmax; none (scale 1, as such a profile's cells were
   // measured) when the profile predates kv_absmax.

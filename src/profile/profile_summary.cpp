@@ -36,7 +36,7 @@ std::optional<double> key_value_sensitivity_ratio(const Profile& profile, std::s
   }
   if (!k_low || !v_low) return std::nullopt;
   double num = 0, den = 0;
-  for (int l = 0; l < profile.model.num_layers; ++l) {
+  for (int l = 0; l < profile.n_layers(); ++l) {
     const ProfileCell* a = profile.cell(l, *k_low);
     const ProfileCell* b = profile.cell(l, *v_low);
     if (a == nullptr || b == nullptr) return std::nullopt;
@@ -52,7 +52,7 @@ namespace {
 // Appends the layers where metric(a) < metric(b) < metric(c) fails for one of `metrics`.
 void check_order(const Profile& profile, size_t a, size_t b, size_t c,
                  std::initializer_list<const char*> metrics, const char* label, std::string& out) {
-  for (int l = 0; l < profile.model.num_layers; ++l) {
+  for (int l = 0; l < profile.n_layers(); ++l) {
     const ProfileCell* x = profile.cell(l, a);
     const ProfileCell* y = profile.cell(l, b);
     const ProfileCell* z = profile.cell(l, c);

@@ -18,8 +18,8 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/system_memory.h"
-#include "model/weight_matrix.h"
 #include "formats/kv_bytes.h"
+#include "model/weight_matrix.h"
 #include "profile/dkl_estimate.h"
 #include "profile/gpu_attention.h"
 #include "profile/kv_roundtrip.h"
@@ -140,16 +140,9 @@ void check_candidates(const std::vector<KvPair>& candidates, const ModelConfig& 
 Profile profile_header(const Transformer& model, const CalibrationSet& cal, const ProfileOptions& o,
                        const std::vector<KvPair>& candidates,
                        const std::vector<size_t>& kl_prompts) {
-  const ModelConfig& c = model.config();
   Profile p;
   p.tool_version = o.tool_version;
-  p.model.name = c.name;
-  p.model.architecture = c.architecture;
-  p.model.fingerprint = hash_hex(model.weights().fingerprint);
-  p.model.num_layers = c.n_layers;
-  p.model.num_attention_heads = c.n_heads;
-  p.model.num_kv_heads = c.n_kv_heads;
-  p.model.head_dim = c.head_dim;
+  p.model = kv_model(model.weights());
   p.calibration.source = std::filesystem::path(cal.source).filename().string();
   p.calibration.hash = hash_hex(cal.hash);
   p.calibration.prompts = static_cast<int>(cal.prompts.size());
@@ -392,7 +385,7 @@ std::vector<KvPair> parse_candidates(const std::string& text) {
 std::vector<Format> parse_format_list(const std::string& text) {
   std::vector<Format> out;
   if (text == "all") {
-    for (const FormatInfo& info : all_format_infos()) {
+    for (const KvFormatTraits& info : format_table()) {
       if (info.id != FormatId::kF32) out.emplace_back(info.id);
     }
     return out;

@@ -35,9 +35,10 @@ bool packs_every_layer(const ModelConfig& c, const KvPair& pair, const QuantSett
 // blocks: {-2, codec, values rotated together, false}; any other format: {id, 0, 0, false}.
 std::tuple<int, int, size_t, bool> packing_key(const KvPair& side_pair, Format f,
                                                const QuantSettings& settings, size_t head_dim) {
-  const FormatInfo& info = f.info();
-  if (info.rotated && info.block_values > 0) {
-    const size_t span = info.rotation_span > 0 ? static_cast<size_t>(info.rotation_span) : head_dim;
+  const KvFormatTraits& info = f.info();
+  if (info.rotated() && info.block_values() > 0) {
+    const size_t span =
+        info.rotation_span() > 0 ? static_cast<size_t>(info.rotation_span()) : head_dim;
     return {-2, static_cast<int>(info.codec), span, false};
   }
   if (f.family() != FormatFamily::kUniformInt) return {static_cast<int>(f.id()), 0, 0, false};
@@ -105,7 +106,7 @@ SideCandidates catalog_side_candidates(const ModelConfig& config, const QuantSet
                                        const SideCandidateOptions& options) {
   std::vector<Format> formats = options.formats;
   if (formats.empty()) {
-    for (const FormatInfo& info : all_format_infos()) {
+    for (const KvFormatTraits& info : format_table()) {
       if (info.default_candidate) formats.emplace_back(info.id);
     }
   }

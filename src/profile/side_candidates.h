@@ -31,7 +31,7 @@ CandidateSide candidate_side(const KvPair& pair);
 Format side_format(const KvPair& pair);
 
 struct SideCandidateOptions {
-  std::vector<Format> formats;  // empty = the default catalogue (FormatInfo::default_candidate)
+  std::vector<Format> formats;  // empty = the default catalogue (KvFormatTraits::default_candidate)
   bool all_dkl = false;
 };
 

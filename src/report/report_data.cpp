@@ -8,11 +8,11 @@
 
 #include "core/error.h"
 #include "core/json_fields.h"
-#include "plan/layer_ranges.h"
 #include "formats/kv_bytes.h"
+#include "plan/layer_ranges.h"
+#include "profile/pair_view.h"
 #include "profile/profile_hash.h"
 #include "report/number_format.h"
-#include "profile/pair_view.h"
 
 namespace kvplan::report {
 namespace {
@@ -20,17 +20,17 @@ namespace {
 using nlohmann::json;
 
 void check_same_model(const NamedProfile& profile, const NamedPlan& plan) {
-  const ProfileModel& a = profile.profile.model;
-  const PlanModel& b = plan.plan.model;
+  const KvModel& a = profile.profile.model;
+  const KvModel& b = plan.plan.model;
   if (a.fingerprint != b.fingerprint) {
     fail(ErrorCode::kInvalidArgument,
          "{}: model.fingerprint {} ('{}') differs from {}'s {} ('{}'): the plan is for another "
          "model than the profile",
          plan.file_name, b.fingerprint, b.name, profile.file_name, a.fingerprint, a.name);
   }
-  if (a.num_layers != b.geometry.n_layers()) {
+  if (a.geometry.n_layers() != b.geometry.n_layers()) {
     fail(ErrorCode::kInvalidArgument, "{}: {} layers, but {} has {}", plan.file_name,
-         b.geometry.n_layers(), profile.file_name, a.num_layers);
+         b.geometry.n_layers(), profile.file_name, a.geometry.n_layers());
   }
 }
 
@@ -41,7 +41,7 @@ Heatmap heatmap(const Profile& p, bool dkl) {
                         "quantized (nats)"
                       : "relative error of the attention output, this layer quantized";
   for (const KvPair& c : p.candidates) h.candidates.push_back(c.name());
-  for (int l = 0; l < p.model.num_layers; ++l) {
+  for (int l = 0; l < p.n_layers(); ++l) {
     std::vector<double> row;
     for (size_t c = 0; c < p.candidates.size(); ++c) {
       const CellMetrics& m = p.cell(l, c)->metrics;
@@ -228,8 +228,8 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
         if (const auto e = pair_error(search_view, l, pair)) errors.push_back(*e);
       }
       if (errors.size() == search_view.size()) {
-        p.predicted_error = surrogate_prediction(
-            weights, provenance.surrogate_interaction.value_or(0.0), errors);
+        p.predicted_error =
+            surrogate_prediction(weights, provenance.surrogate_interaction.value_or(0.0), errors);
       }
     }
     d.baselines.push_back(p);
@@ -374,7 +374,7 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
 
 EnginePlanRow engine_plan_row(const NamedPlan& named, const Plan& report_plan) {
   const Plan& p = named.plan;
-  const PlanModel& model = report_plan.model;
+  const KvModel& model = report_plan.model;
   if (p.model.fingerprint != model.fingerprint) {
     fail(ErrorCode::kInvalidArgument, "{}: a plan of model {} ({}), the report's is {} ({})",
          named.file_name, p.model.name, p.model.fingerprint, model.name, model.fingerprint);

@@ -99,7 +99,7 @@ struct EnginePlanRow {
 
 struct ReportData {
   std::string profile_file, plan_file;
-  PlanModel model;
+  KvModel model;
   QuantSettings quantization;
   std::string scale_dtype;
   PlanSummary summary;

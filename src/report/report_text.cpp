@@ -11,7 +11,7 @@ std::string model_line(const ReportData& d) {
   const int kv_heads = g.layers.empty() ? 0 : g.layers.front().n_kv_heads;
   const int head_dim = g.layers.empty() ? 0 : g.layers.front().head_dim;
   return fmt::format("{} ({}), {} layers, {} attention heads, {} KV heads, head_dim {}",
-                     d.model.name, d.model.architecture, g.n_layers(), d.model.num_attention_heads,
+                     d.model.name, d.model.architecture, g.n_layers(), d.model.n_attention_heads,
                      kv_heads, head_dim);
 }
 

@@ -289,7 +289,7 @@ PlanVerifyResult verify_plan(const Plan& plan, const PlanVerifyOptions& o) {
 
   // Attention: device original vs reloaded (must be identical), and exact vs quantized.
   bool ok = true;
-  const int n_q_heads = std::max(plan.model.num_attention_heads, 1);
+  const int n_q_heads = std::max(plan.model.n_attention_heads, 1);
   std::normal_distribution<float> normal(0.f, 1.f);
   for (int l = 0; l < layout.n_layers(); ++l) {
     const LayerPageGeometry& g = layout.layer(l);

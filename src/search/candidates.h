@@ -5,12 +5,11 @@
 
 #include <vector>
 
+#include "formats/budget.h"
 #include "formats/kv_pair.h"
 #include "profile/pair_view.h"
 
 namespace kvplan::search {
-
-enum class MemoryMeasure { kBits, kBytes };
 
 inline double memory_of(const LayerCandidate& c, MemoryMeasure m) {
   return m == MemoryMeasure::kBits ? c.bits : c.bytes_per_token;

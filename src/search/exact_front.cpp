@@ -79,7 +79,7 @@ ExactFront exact_front(const SearchSpace& space, const SearchTable& table, size_
   uint64_t cap = total_max;
   if (std::isfinite(budget_sum)) {
     cap = std::min<uint64_t>(
-        cap, static_cast<uint64_t>(std::floor(budget_sum / im.unit * (1 + 1e-12) + 1e-9)));
+        cap, static_cast<uint64_t>(std::floor(budget_ceiling(budget_sum / im.unit) + 1e-9)));
   }
   const size_t S = static_cast<size_t>(cap) + 1;
   if (S > max_states) {

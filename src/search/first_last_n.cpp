@@ -167,7 +167,7 @@ std::optional<EngineSpace> split_first_last_n_space(const std::vector<LayerCandi
   out.space.sides = std::move(*sides);
   out.space.measure = measure;
   out.space.budget = budget;
-  const double budget_sum = summed_budget(out.space) * (1 + 1e-12);
+  const double budget_sum = budget_ceiling(summed_budget(out.space));
   // Both envelopes ascend in memory and descend in error: for each key point, the value point
   // with the most memory that still fits is the best one.
   size_t best_key = 0, best_value = 0;

@@ -145,7 +145,7 @@ Assignment evaluate_assignment(const SearchSpace& space, const SearchTable& tabl
   const auto [memory, error] = assignment_objectives(space, table, choice);
   a.memory = memory;
   a.predicted_error = error;
-  a.feasible = memory <= space.budget * (1 + 1e-12);
+  a.feasible = within_budget(memory, space.budget);
   return a;
 }
 
@@ -168,7 +168,7 @@ std::vector<int> choices_from_decision_vector(const SearchSpace& space,
 pagmo::vector_double KvSearchProblem::fitness(const pagmo::vector_double& x) const {
   const auto [memory, error] =
       assignment_objectives(*space_, *table_, choices_from_decision_vector(*space_, x));
-  if (memory <= space_->budget * (1 + 1e-12)) return {memory, error};
+  if (within_budget(memory, space_->budget)) return {memory, error};
   const double excess = memory - space_->budget;
   return {kInfeasiblePenalty + excess, kInfeasiblePenalty + excess};
 }

@@ -46,11 +46,12 @@ std::vector<Assignment> merged_front(const ExactFront& exact, const SearchResult
   return non_dominated(std::move(all));
 }
 
-TuneResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
-                               const MeasureFn& measure, const ValidationLoopOptions& options,
-                               const std::vector<ExtraPlan>& extra) {
+ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
+                                         const MeasureFn& measure,
+                                         const ValidationLoopOptions& options,
+                                         const std::vector<ExtraPlan>& extra) {
   options.validate();
-  TuneResult result;
+  ValidationLoopResult result;
   result.surrogate = fit_surrogate({}, space.layers.size(), options.fit);
   std::vector<Validation> validations;
   std::set<std::vector<int>> measured_choices;
@@ -80,7 +81,7 @@ TuneResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
     if (round == 1) {
       for (const ExtraPlan& x : extra) {
         if (!budget_left()) break;
-        if (x.memory > space.budget * (1 + 1e-12)) continue;
+        if (!within_budget(x.memory, space.budget)) continue;
         Assignment a;
         a.pairs = x.pairs;
         a.memory = x.memory;

@@ -5,8 +5,8 @@
 // evaluation budget is spent. Extra plans (e.g. the best uniform configurations) are measured in
 // the first round and compete on equal terms: the chosen plan is the lowest measured error.
 //
-//   TuneResult r = run_validation_loop(space, nsga2_options, measure_kl, loop_options, extra);
-//   r.chosen;  // the validated plan with the lowest measured error within the budget
+//   ValidationLoopResult r = run_validation_loop(space, nsga2_options, measure_kl, loop_options,
+//   extra); r.chosen;  // the validated plan with the lowest measured error within the budget
 #pragma once
 
 #include <functional>
@@ -48,7 +48,7 @@ struct MeasuredPlan {
   int round = 0;
 };
 
-struct TuneResult {
+struct ValidationLoopResult {
   MeasuredPlan chosen;
   std::vector<MeasuredPlan> measured;  // every real evaluation, in order
   SurrogateModel surrogate;            // the final refit
@@ -66,8 +66,9 @@ std::vector<double> layer_errors(const SearchSpace& space, const Assignment& ass
 std::vector<Assignment> merged_front(const ExactFront& exact, const SearchResult& nsga);
 
 // Throws Error(kResourceExhausted) if no plan within the budget exists.
-TuneResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
-                               const MeasureFn& measure, const ValidationLoopOptions& options,
-                               const std::vector<ExtraPlan>& extra = {});
+ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
+                                         const MeasureFn& measure,
+                                         const ValidationLoopOptions& options,
+                                         const std::vector<ExtraPlan>& extra = {});
 
 }  // namespace kvplan::search

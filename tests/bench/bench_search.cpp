@@ -38,14 +38,14 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--formats")) formats = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--seed")) seed = static_cast<unsigned>(std::stoul(argv[i + 1]));
   }
-  if (formats < 2 || static_cast<size_t>(formats) > all_format_infos().size()) {
-    std::fprintf(stderr, "--formats %d: expected 2..%zu\n", formats, all_format_infos().size());
+  if (formats < 2 || static_cast<size_t>(formats) > format_table().size()) {
+    std::fprintf(stderr, "--formats %d: expected 2..%zu\n", formats, format_table().size());
     return 2;
   }
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> scale(0.1, 5.0), noise(0.8, 1.25);
   // Row bytes of 8 KV heads x head_dim 128 for `formats` formats from 2.25 to 16 bits per value.
-  const auto infos = all_format_infos();
+  const auto infos = format_table();
   std::vector<double> row_bytes;
   for (int f = 0; f < formats; ++f) row_bytes.push_back(36.0 + 4.0 * f * 220.0 / formats);
   std::vector<LayerCandidates> all;

@@ -1,49 +1,57 @@
-// The memory budget the search flags set: with --gpu-memory at a --context, a sliding-window layer
-// counts the share of the context's tokens it holds (min(context, window) / context).
+// The search flags parsed once into a pipeline::SearchRequest (no model or file read).
 #include "cli/search_flags.h"
 
 #include <gtest/gtest.h>
 
-#include "formats/kv_pair.h"
-#include "model/model_config.h"
-#include "profile/side_candidates.h"
+#include "core/error.h"
 
 namespace kvplan::cli {
 namespace {
 
-TEST(SearchFlags, GpuMemoryBudgetWeighsSlidingLayersByTheTokensTheyHold) {
+TEST(SearchFlags, EachBudgetFlagBecomesItsRequest) {
   SearchFlags f;
   f.gpu_memory = "1GiB";
-  f.context = "4096";
-  // Gemma 3's pattern: five sliding layers of 512 tokens, then a global one.
-  const std::vector<int64_t> windows = {512, 512, 512, 512, 512, 0};
-  const search::TuneOptions o = tune_options_from_flags(f, windows);
-  EXPECT_DOUBLE_EQ(o.budget, double(1 << 30) / 4096);
-  EXPECT_EQ(o.layer_token_share, (std::vector<double>{0.125, 0.125, 0.125, 0.125, 0.125, 1.0}));
-  EXPECT_NE(o.budget_description.find("the 5 sliding-window layers"), std::string::npos)
-      << o.budget_description;
+  f.context = "4K";
+  f.sequences = 2;
+  const pipeline::SearchRequest r = search_request_from_flags(f);
+  EXPECT_EQ(r.budget.kind, BudgetRequest::Kind::kGpuMemory);
+  EXPECT_EQ(r.budget.gpu_bytes, 1ull << 30);
+  EXPECT_EQ(r.budget.context, 4096);
+  EXPECT_EQ(r.budget.sequences, 2);
 
-  // A context inside the window: every layer holds every token.
-  f.context = "512";
-  EXPECT_TRUE(tune_options_from_flags(f, windows).layer_token_share.empty());
-  // A budget in bytes per token is the steady state: windows do not enter it.
-  SearchFlags bytes;
-  bytes.max_bytes_per_token = 1000;
-  EXPECT_TRUE(tune_options_from_flags(bytes, windows).layer_token_share.empty());
+  SearchFlags bits;
+  bits.max_bits = 4.5;
+  EXPECT_EQ(search_request_from_flags(bits).budget.kind, BudgetRequest::Kind::kEffectiveBits);
+  SearchFlags none;
+  none.memory = "bits";
+  EXPECT_EQ(search_request_from_flags(none).budget.unbounded_measure, MemoryMeasure::kBits);
 }
 
-TEST(SearchFlags, SmallestPlanCountsTheSharesToo) {
-  ModelConfig c;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = {2, 2};
-  c.head_dim = 64;
-  c.sliding_window = {512, 0};
-  const std::vector<KvPair> candidates = {KvPair::parse("KV16"), KvPair::parse("KV8")};
-  const double full = smallest_plan_bytes(c, QuantSettings{}, candidates);
-  const double shared = smallest_plan_bytes(c, QuantSettings{}, candidates, {0.25, 1.0});
-  // Each layer's smallest is KV8 (the same bytes per layer): the first counts a quarter.
-  EXPECT_DOUBLE_EQ(shared, full / 2 * 0.25 + full / 2);
+TEST(SearchFlags, ConflictingOrMalformedFlagsAreRefusedBeforeAnyFileIsRead) {
+  SearchFlags two;
+  two.max_bits = 4;
+  two.max_bytes_per_token = 100;
+  EXPECT_THROW(search_request_from_flags(two), Error);
+  SearchFlags no_context;
+  no_context.gpu_memory = "1GiB";
+  EXPECT_THROW(search_request_from_flags(no_context), Error);
+  SearchFlags metric;
+  metric.metric = "mse";
+  EXPECT_THROW(search_request_from_flags(metric), Error);
+  SearchFlags ctx;
+  ctx.ctx = 8;
+  EXPECT_THROW(search_request_from_flags(ctx), Error);
+  SearchFlags engine;
+  engine.engine = "tgi";
+  EXPECT_THROW(search_request_from_flags(engine), Error);
+}
+
+TEST(SearchFlags, TextsDefaultToTheCommittedSelectionAndReportSets) {
+  const pipeline::SearchRequest r = search_request_from_flags({});
+  EXPECT_EQ(r.texts.selection.filename(), "selection.jsonl");
+  EXPECT_EQ(r.texts.report.filename(), "report.jsonl");
+  EXPECT_EQ(r.long_context.contexts, (std::vector<int>{256, 2048, 8192}));
+  EXPECT_FALSE(r.stamp.created.empty());
 }
 
 }  // namespace

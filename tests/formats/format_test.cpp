@@ -11,7 +11,7 @@ namespace {
 
 TEST(Format, EveryNameParsesToItselfAndIdsAreUnique) {
   std::set<uint16_t> ids;
-  for (const FormatInfo& info : all_format_infos()) {
+  for (const KvFormatTraits& info : format_table()) {
     const Format f = Format::parse(info.name);
     EXPECT_EQ(f.id(), info.id);
     EXPECT_EQ(f.name(), info.name);

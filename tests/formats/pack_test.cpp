@@ -354,7 +354,7 @@ TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
         ASSERT_TRUE(std::isfinite(v)) << name;
         // Small-float elements hold 2.5 only to their grid (E2M1: 2 or 3 around it); iq4_nl has
         // no zero, so a rotated constant row's zeros come back as its smallest entry.
-        const double tolerance = f.info().rotated ? error_bound(f, row, row, value, 1.0f)
+        const double tolerance = f.info().rotated() ? error_bound(f, row, row, value, 1.0f)
                                  : f.family() == FormatFamily::kMicroscaled
                                      ? 0.25 * std::fabs(value)
                                      : std::fabs(value) * 1e-3 + 1e-6;

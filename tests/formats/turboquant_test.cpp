@@ -15,9 +15,9 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
+#include "formats/kv_format_math.h"
 #include "formats/pack.h"
 #include "hex.h"
-#include "formats/kv_format_math.h"
 
 namespace kvplan {
 namespace {
@@ -107,7 +107,7 @@ TEST(TurboQuant, SlotsAreByteIdenticalToVllmsStoreKernel) {
       EXPECT_EQ(to_hex({slot.begin() + key_bytes, slot.end()}),
                 to_hex({want.begin() + key_bytes, want.end()}))
           << what << ": the value row";
-      if (kf.info().rotated) {
+      if (kf.info().rotated()) {
         ties += compare_key_codes(kf, k, {slot.begin(), slot.begin() + key_bytes},
                                   {want.begin(), want.begin() + key_bytes}, what);
       } else {

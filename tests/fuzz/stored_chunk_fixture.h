@@ -23,7 +23,7 @@ inline Plan stored_chunk_plan() {
   p.model.name = "tiny";
   p.model.architecture = "llama";
   p.model.fingerprint = "00000000feedbeef";
-  p.model.num_attention_heads = 2;
+  p.model.n_attention_heads = 2;
   p.model.geometry = KvGeometry::uniform("tiny", 4, 1, 32);
   p.quantization.block_size = 16;
   const char* pairs[] = {"KV16", "q4_0/q4_0", "K8V4", "q4_0/q4_0"};

@@ -32,7 +32,7 @@ TEST_F(GpuKernels, PackUnpackBitIdenticalToSrcFormats) {
         check_pack_unpack({f, D, 3, 32, type, 37, 5, 16, seed++}, true);
       }
     }
-    if (f.info().block_values == 0 && !f.info().rotated) {
+    if (f.info().block_values() == 0 && !f.info().rotated()) {
       check_pack_unpack({f, 40, 2, 24, DenseType::kF32, 19, 0, 8, seed++}, true);
       check_pack_unpack({f, 96, 2, 64, DenseType::kBF16, 9, 3, 4, seed++}, true);
       check_pack_unpack({f, 256, 1, 512, DenseType::kF16, 5, 1, 16, seed++}, true);

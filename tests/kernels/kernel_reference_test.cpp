@@ -69,7 +69,7 @@ TEST(PackReference, BytesAndValuesMatchSrcFormats) {
         check_pack_unpack({f, D, 3, 32, type, 37, 5, 16, seed++}, false);
       }
     }
-    if (f.info().block_values == 0 && !f.info().rotated) {
+    if (f.info().block_values() == 0 && !f.info().rotated()) {
       // Rows that are not whole blocks, int groups wider than 32 and clamped to the row.
       check_pack_unpack({f, 40, 2, 24, DenseType::kF32, 19, 0, 8, seed++}, false);
       check_pack_unpack({f, 96, 2, 64, DenseType::kBF16, 9, 3, 4, seed++}, false);

@@ -109,7 +109,7 @@ inline bool all_finite(const std::vector<float>& v) {
 // Formats the kernels support (every concrete catalogue format).
 inline std::vector<Format> kernel_formats() {
   std::vector<Format> out;
-  for (const FormatInfo& info : all_format_infos()) out.push_back(Format(info.id));
+  for (const KvFormatTraits& info : format_table()) out.push_back(Format(info.id));
   return out;
 }
 

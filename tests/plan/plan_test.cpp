@@ -21,7 +21,7 @@ Plan small_plan() {
   p.model.name = "tiny";
   p.model.architecture = "llama";
   p.model.fingerprint = "0123456789abcdef";
-  p.model.num_attention_heads = 8;
+  p.model.n_attention_heads = 8;
   p.model.geometry = KvGeometry::uniform("tiny", 3, 2, 64);
   for (int l = 0; l < 3; ++l)
     p.layers.push_back({l, l % 2, KvPair::parse(l == 1 ? "K8V4" : "q8_0/q4_0")});
@@ -202,8 +202,8 @@ namespace {
 // the typed sections carry everything `kvplan search` wrote.
 TEST(Plan, CommittedPlansRoundTripByteForByte) {
   int plans = 0;
-  for (const auto& model :
-       std::filesystem::directory_iterator(std::filesystem::path(KVPLAN_SOURCE_DIR) / "data" / "reference")) {
+  for (const auto& model : std::filesystem::directory_iterator(
+           std::filesystem::path(KVPLAN_SOURCE_DIR) / "data" / "reference")) {
     if (!model.is_directory()) continue;
     for (const auto& file : std::filesystem::directory_iterator(model.path())) {
       const std::string name = file.path().filename().string();

@@ -14,7 +14,7 @@ namespace {
 Profile sample(int shard_index = 0, int shard_count = 1) {
   Profile p;
   p.tool_version = "0.1.0";
-  p.model = {"m", "llama", "00112233aabbccdd", 2, 4, {2, 2}, 16};
+  p.model = {"m", "llama", "00112233aabbccdd", 4, KvGeometry::uniform("m", 2, 2, 16)};
   p.calibration = {"default.jsonl", "ffeeddccbbaa9988", 3, 120, 64, 1, 2, 40};
   p.candidates = {KvPair::parse("KV8"), KvPair::parse("q8_0/q4_0")};
   p.shard_index = shard_index;
@@ -151,6 +151,19 @@ TEST(ProfileData, CountsAreBounded) {
   j = good;
   j["model"]["num_kv_heads"][0] = uint64_t{1} << 63;
   expect_error(j, "model.num_kv_heads");
+}
+
+TEST(ProfileData, SlidingWindowsAreRecordedOnlyWhereALayerSlides) {
+  Profile p = sample();
+  const std::string global = profile_text(p);
+  EXPECT_EQ(global.find("sliding_window"), std::string::npos);
+  p.model.geometry.layers[0].sliding_window = 512;
+  const Profile back = profile_from_text(profile_text(p), "p.json");
+  EXPECT_EQ(back.model.geometry.layers[0].sliding_window, 512);
+  EXPECT_EQ(back.model.geometry.layers[1].sliding_window, 0);
+  EXPECT_EQ(profile_text(back), profile_text(p));
+  // A profile written before windows were recorded loads with none.
+  EXPECT_EQ(profile_from_text(global, "old.json").model.geometry.layers[0].sliding_window, 0);
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ double check_monotonic_and_ratio(const Profile& p, const std::string& lo) {
   const size_t i8 = index_of(p, "KV8"), i4 = index_of(p, "KV4"), i2 = index_of(p, "KV2");
   const size_t kl = index_of(p, "K" + lo + "V8"), vl = index_of(p, "K8V" + lo);
   double num = 0, den = 0;
-  for (int l = 0; l < p.model.num_layers; ++l) {
+  for (int l = 0; l < p.n_layers(); ++l) {
     const ProfileCell* a = p.cell(l, i8);
     if (a == nullptr) continue;
     const ProfileCell* b = p.cell(l, i4);
@@ -131,7 +131,7 @@ TEST_F(StoriesProfile, MetricsGrowAsBitsFallInEveryLayerAndKeysAreMoreSensitive)
   o.candidates = kvtuner_candidates();
   const Profile p = run(o);
   ASSERT_TRUE(p.complete());
-  ASSERT_EQ(p.model.num_layers, 5);
+  ASSERT_EQ(p.n_layers(), 5);
   const double r4 = check_monotonic_and_ratio(p, "4");
   const double r2 = check_monotonic_and_ratio(p, "2");
   std::printf("stories260K key/value dKL ratio: K4V8/K8V4 %.2f, K2V8/K8V2 %.2f\n", r4, r2);
@@ -185,7 +185,7 @@ TEST_F(StoriesProfile, DefaultCatalogProfilesKeysAndValuesSeparately) {
   expected.push_back("KV4");
   EXPECT_EQ(names, expected);
   EXPECT_EQ(measured, (std::vector<std::string>{"int4/f32", "f32/int4", "KV4"}));
-  for (int l = 0; l < p.model.num_layers; ++l) {
+  for (int l = 0; l < p.n_layers(); ++l) {
     const auto dkl = [&](const char* name) { return p.cell(l, index_of(p, name))->metrics.dkl; };
     EXPECT_GT(dkl("int2/f32"), dkl("int4/f32")) << "layer " << l;
     EXPECT_GT(dkl("int4/f32"), dkl("int8/f32")) << "layer " << l;
@@ -199,7 +199,7 @@ TEST_F(StoriesProfile, DefaultCatalogProfilesKeysAndValuesSeparately) {
                 1e-9 * anchor->metrics.dkl / anchor->metrics.o_mse);
   }
   const ModelCheck additivity = additivity_check(p);
-  EXPECT_EQ(additivity.cells, p.model.num_layers);
+  EXPECT_EQ(additivity.cells, p.n_layers());
   std::printf("stories260K additivity KV4 vs K4 + V4: mean %.1f %%, worst %.1f %% (layer %d)\n",
               100 * additivity.mean_abs_rel_error, 100 * additivity.max_abs_rel_error,
               additivity.worst_layer);
@@ -210,7 +210,7 @@ TEST_F(StoriesProfile, DefaultCatalogProfilesKeysAndValuesSeparately) {
   all.all_dkl = true;
   const Profile q = run(all);
   double worst = 0;
-  for (int l = 0; l < q.model.num_layers; ++l) {
+  for (int l = 0; l < q.n_layers(); ++l) {
     for (const char* name : {"int8/f32", "int2/f32", "f32/int8", "f32/int2"}) {
       const double est = p.cell(l, index_of(p, name))->metrics.dkl;
       const double real = q.cell(l, index_of(q, name))->metrics.dkl;
@@ -446,7 +446,7 @@ TEST_F(StoriesProfile, CellsReRunTogetherGetTheDklEachGetsAlone) {
   for (size_t i = 0; i < pairs.size(); ++i) {
     o.candidates = {pairs[i]};
     const Profile alone = run(o);
-    for (int l = 0; l < together.model.num_layers; ++l) {
+    for (int l = 0; l < together.n_layers(); ++l) {
       EXPECT_GT(alone.cell(l, 0)->metrics.dkl, 0.0) << pairs[i].name() << " layer " << l;
       EXPECT_EQ(together.cell(l, i)->metrics.dkl, alone.cell(l, 0)->metrics.dkl)
           << pairs[i].name() << " layer " << l;

@@ -77,9 +77,7 @@ TEST(SideCandidates, SmallestPlanFromFormatSizes) {
 // joint int4/int4 measured.
 Profile hand_profile() {
   Profile p;
-  p.model.num_layers = 1;
-  p.model.num_kv_heads = {1};
-  p.model.head_dim = 8;
+  p.model.geometry = KvGeometry::uniform("m", 1, 1, 8);
   const Format exact(FormatId::kF32), i4 = Format::parse("int4"), i2 = Format::parse("int2");
   p.candidates = {{i4, exact}, {i2, exact}, {exact, i4}, {i4, i4}};
   p.dkl_measured = {true, false, true, true};
@@ -111,6 +109,20 @@ TEST(DklEstimate, ScalesTheSideAnchorByOutputError) {
   EXPECT_NEAR(a.mean_abs_rel_error, (0.03 - 0.025) / 0.03, 1e-12);
   EXPECT_EQ(a.worst_layer, 0);
   EXPECT_EQ(a.worst_pair, "KV4");
+}
+
+TEST(SideCandidates, SmallestPlanCountsTheLayersTokenShares) {
+  ModelConfig c;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = {2, 2};
+  c.head_dim = 64;
+  c.sliding_window = {512, 0};
+  const std::vector<KvPair> candidates = {KvPair::parse("KV16"), KvPair::parse("KV8")};
+  const double full = smallest_plan_bytes(c, QuantSettings{}, candidates);
+  const double shared = smallest_plan_bytes(c, QuantSettings{}, candidates, {0.25, 1.0});
+  // Each layer's smallest is KV8 (the same bytes per layer): the first counts a quarter.
+  EXPECT_DOUBLE_EQ(shared, full / 2 * 0.25 + full / 2);
 }
 
 }  // namespace

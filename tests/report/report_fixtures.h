@@ -17,7 +17,8 @@ namespace kvplan::test {
 inline Profile tiny_profile() {
   Profile p;
   p.tool_version = "test";
-  p.model = {"tiny <model> & co", "llama", "00112233aabbccdd", 2, 4, {1, 1}, 32};
+  p.model = {"tiny <model> & co", "llama", "00112233aabbccdd", 4,
+             KvGeometry::uniform("tiny <model> & co", 2, 1, 32)};
   p.calibration = {"cal.jsonl", "feedfacefeedface", 4, 100, 64, 0, 2, 50};
   p.candidates = {KvPair::parse("KV8"), KvPair::parse("K8V4"), KvPair::parse("KV4")};
   p.reset_cells();
@@ -50,7 +51,7 @@ inline Plan tiny_plan(const Profile& profile) {
   plan.model.name = profile.model.name;
   plan.model.architecture = "llama";
   plan.model.fingerprint = profile.model.fingerprint;
-  plan.model.num_attention_heads = 4;
+  plan.model.n_attention_heads = 4;
   plan.model.geometry = KvGeometry::uniform(profile.model.name, 2, 1, 32);
   plan.layers = {{0, 0, KvPair::parse("KV8")}, {1, 1, KvPair::parse("KV4")}};
   // The measured sections as a plan file holds them, read the way plan_from_json reads them.

@@ -32,7 +32,7 @@ kvplan::Plan bench_plan(int layers, int heads, int dim, const char* edges, const
   p.created = "2026-01-01T00:00:00Z";
   p.model.name = "bench";
   p.model.architecture = "llama";
-  p.model.num_attention_heads = heads * 4;
+  p.model.n_attention_heads = heads * 4;
   p.model.geometry = kvplan::KvGeometry::uniform("bench", layers, heads, dim);
   p.quantization.block_size = 16;
   for (int l = 0; l < layers; ++l) {

@@ -21,7 +21,7 @@ inline Plan mixed_plan(int n_kv_heads = 2, int head_dim = 64, size_t block_size 
   p.model.name = "tiny";
   p.model.architecture = "llama";
   p.model.fingerprint = fingerprint;
-  p.model.num_attention_heads = n_kv_heads * 2;
+  p.model.n_attention_heads = n_kv_heads * 2;
   p.model.geometry = KvGeometry::uniform("tiny", 5, n_kv_heads, head_dim);
   p.quantization.block_size = block_size;
   const char* pairs[] = {"KV16", "q4_0/q4_0", "K8V4", "q4_0/q4_0", "KV16"};

@@ -348,8 +348,8 @@ TEST(EngineSpace, LlamaCppSearchesItsRotatedDefaultAndItsUnrotatedSettingApart) 
     EXPECT_FALSE(rotated(p.key) || rotated(p.value)) << p.name();
   // At head_dim 64 a span of 64 is the row: the pairs are named with the whole-row formats.
   for (const KvPair& p : s.space.groups.at(0).choices) {
-    EXPECT_EQ(p.key.info().rotation_span, 0) << p.name();
-    EXPECT_EQ(p.value.info().rotation_span, 0) << p.name();
+    EXPECT_EQ(p.key.info().rotation_span(), 0) << p.name();
+    EXPECT_EQ(p.value.info().rotation_span(), 0) << p.name();
   }
   // head_dim 128: keys rotated whole, values in spans of 64 (*_had64).
   for (LayerCandidates& l : layers) {
@@ -363,10 +363,10 @@ TEST(EngineSpace, LlamaCppSearchesItsRotatedDefaultAndItsUnrotatedSettingApart) 
   bool quantized_values = false;
   for (const KvPair& p : wide.space.groups.at(0).choices) {
     if (rotated(p.key)) {
-      EXPECT_EQ(p.key.info().rotation_span, 0) << p.name();
+      EXPECT_EQ(p.key.info().rotation_span(), 0) << p.name();
     }
     if (rotated(p.value)) {
-      EXPECT_EQ(p.value.info().rotation_span, 64) << p.name();
+      EXPECT_EQ(p.value.info().rotation_span(), 64) << p.name();
     }
     EXPECT_TRUE(rotated(p.value) || p.value.family() == FormatFamily::kPlain) << p.name();
     quantized_values = quantized_values || rotated(p.value);

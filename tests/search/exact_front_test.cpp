@@ -21,7 +21,7 @@ SearchSpace random_space(int n_layers, int n_choices, uint32_t seed, double budg
   std::uniform_real_distribution<double> scale(0.1, 3.0), noise(0.5, 1.5);
   SearchSpace s;
   // Distinct pairs per layer (the search keys a layer's choices by pair).
-  const auto infos = all_format_infos();
+  const auto infos = format_table();
   double max_total = 0, min_total = 0;
   for (int l = 0; l < n_layers; ++l) {
     LayerCandidates lc{l, {}};

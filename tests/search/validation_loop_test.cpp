@@ -57,7 +57,7 @@ TEST(ValidationLoop, RefitsFindABetterPlanThanTheFirstRound) {
   loop.max_rounds = 4;
   loop.plans_per_round = 3;
   loop.max_evaluations = 12;
-  const TuneResult r = run_validation_loop(model.space, search, std::ref(model), loop);
+  const ValidationLoopResult r = run_validation_loop(model.space, search, std::ref(model), loop);
   EXPECT_EQ(model.calls, static_cast<int>(r.measured.size()));
   EXPECT_LE(r.measured.size(), 12u);
   double first_round_best = 1e300;
@@ -88,8 +88,8 @@ TEST(ValidationLoop, DeterministicAndBudgetChecked) {
   HiddenModel a = make_model(4), b = make_model(4);
   Nsga2Options search;
   search.generations = 40;
-  const TuneResult ra = run_validation_loop(a.space, search, std::ref(a), {});
-  const TuneResult rb = run_validation_loop(b.space, search, std::ref(b), {});
+  const ValidationLoopResult ra = run_validation_loop(a.space, search, std::ref(a), {});
+  const ValidationLoopResult rb = run_validation_loop(b.space, search, std::ref(b), {});
   EXPECT_EQ(ra.chosen.assignment.choice, rb.chosen.assignment.choice);
   EXPECT_EQ(ra.measured.size(), rb.measured.size());
 
@@ -114,13 +114,14 @@ TEST(ValidationLoop, AnExtraPlanThatMeasuresBestIsChosen) {
   };
   Nsga2Options search;
   search.generations = 30;
-  const TuneResult r = run_validation_loop(model.space, search, measure, {}, {uniform});
+  const ValidationLoopResult r = run_validation_loop(model.space, search, measure, {}, {uniform});
   EXPECT_EQ(r.chosen.name, "uniform KV4");
   EXPECT_EQ(r.measured.front().name, "uniform KV4");
   EXPECT_EQ(calls, static_cast<int>(r.measured.size()));
   // An extra plan over the budget is not measured.
   uniform.memory = 5.0;
-  const TuneResult over = run_validation_loop(model.space, search, measure, {}, {uniform});
+  const ValidationLoopResult over =
+      run_validation_loop(model.space, search, measure, {}, {uniform});
   for (const MeasuredPlan& m : over.measured) EXPECT_TRUE(m.name.empty());
 }
 

@@ -1,0 +1,30 @@
+// The normalized Walsh-Hadamard transform rotated formats apply to a row or a span of it
+// (q4_0_had, q4_0_had64, TurboQuant keys, vLLM's int4 rows).
+#pragma once
+
+#include "formats/math/common.h"
+
+namespace kvplan {
+
+// ---- Hadamard-rotated rows (q4_0_had, ...) --------------------------------------------------
+// The normalized Walsh-Hadamard transform of n values (n a power of two), in place: log2(n)
+// butterfly passes of (a + b, a - b), then a scale of 1/sqrt(n). It is orthonormal and its own
+// inverse, so dequantization applies it again. One fixed order of operations on CPU and GPU.
+KVPLAN_HD inline void hadamard_butterflies(float* x, int n) {
+  for (int half = 1; half < n; half *= 2) {
+    for (int start = 0; start < n; start += 2 * half) {
+      for (int i = start; i < start + half; ++i) {
+        const float a = x[i], b = x[i + half];
+        x[i] = a + b;
+        x[i + half] = a - b;
+      }
+    }
+  }
+}
+KVPLAN_HD inline void hadamard_transform(float* x, int n) {
+  hadamard_butterflies(x, n);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(n));
+  for (int i = 0; i < n; ++i) x[i] *= scale;
+}
+
+}  // namespace kvplan

@@ -1,0 +1,187 @@
+#include "search/choose_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "search/engine_space.h"
+#include "search/exact_front.h"
+#include "search/paired_stats.h"
+
+namespace kvplan::search {
+namespace {
+
+// Fraction of the exact front's points an NSGA-II run without seeds gets within 0.5 % of (error)
+// at no more memory: how much the exact solver adds over the evolutionary search alone.
+double unseeded_coverage(const SearchSpace& space, const Nsga2Options& options) {
+  SearchSpace additive = space;
+  additive.interaction = 0;
+  const ExactFront exact = exact_front(additive, SearchTable::build(additive));
+  const SearchResult nsga = nsga2_front(additive, options);
+  if (exact.points.empty()) return 1.0;
+  size_t covered = 0;
+  for (const Assignment& e : exact.points) {
+    for (const Assignment& a : nsga.front) {
+      if (within_budget(a.memory, e.memory) && a.predicted_error <= e.predicted_error * 1.005) {
+        ++covered;
+        break;
+      }
+    }
+  }
+  return static_cast<double>(covered) / static_cast<double>(exact.points.size());
+}
+
+void check_profile_is_of(const Profile& profile, const KvModel& model) {
+  if (profile.model.fingerprint != model.fingerprint) {
+    fail(ErrorCode::kInvalidArgument,
+         "the profile was made for model fingerprint {} ({}), the model given has {}",
+         profile.model.fingerprint, profile.model.name, model.fingerprint);
+  }
+}
+
+}  // namespace
+
+SearchOutcome choose_plan(const SearchInputs& in) {
+  const Profile& profile = *in.profile;
+  const Budget& budget = in.budget;
+  const SearchOptions& options = in.options;
+  check_profile_is_of(profile, in.model);
+  SearchOutcome out;
+  std::vector<LayerCandidates> all = candidates_from_profile(profile, options.metric);
+  if (!budget.layer_token_share.empty()) {
+    if (budget.layer_token_share.size() != all.size()) {
+      fail(ErrorCode::kInternal, "{} layer token shares for {} layers",
+           budget.layer_token_share.size(), all.size());
+    }
+    for (size_t l = 0; l < all.size(); ++l) {
+      for (LayerCandidate& c : all[l].candidates) c.bytes_per_token *= budget.layer_token_share[l];
+    }
+  }
+  const EngineSpec& engine = engine_spec(options.engine);
+  const int head_dim = common_head_dim(in.model.geometry);
+  EngineSpace engine_space =
+      engine_search_space(all, engine, head_dim, budget.measure, budget.limit);
+  SearchSpace& space = out.space;
+  space = std::move(engine_space.space);
+  if (engine.id != EngineId::kKvplan) {
+    out.structure = engine_space.structure;
+    spdlog::info("--engine {}: {} ({} structures priced)", engine.name, engine_space.structure,
+                 engine_space.structures_priced);
+  }
+  budget.require_at_least(minimum_memory(space, SearchTable::build(space)),
+                          boundary_layers_note(engine, static_cast<int>(all.size())));
+
+  // Layer clustering, priced against the exact per-layer front at the budget.
+  if (options.cluster != ClusterMode::kOff && engine_space.may_cluster) {
+    SearchSpace grouped = space;
+    grouped.groups = group_layers(space.layers, options.dbscan);
+    const double exact = best_error_within_budget(space);
+    const double clustered = best_error_within_budget(grouped);
+    const double cost = exact > 0 ? clustered / exact - 1 : 0;
+    const bool use = options.cluster == ClusterMode::kOn ||
+                     (cost < 0.01 && grouped.groups.size() < space.groups.size());
+    out.cluster_note = fmt::format(
+        "DBSCAN groups {} layers into {} groups; at the budget their best predicted error is "
+        "{:+.2f} % against the exact per-layer front: {}",
+        space.layers.size(), grouped.groups.size(), 100 * cost, use ? "used" : "not used");
+    spdlog::info("{}", out.cluster_note);
+    if (use) space.groups = grouped.groups;
+  }
+
+  // Every real evaluation goes through one cache per text set.
+  const auto measure_on = [](const TextSet& set, auto& cache,
+                             const std::vector<KvPair>& pairs) -> const HeldOutKl::Result& {
+    auto it = cache.find(pairs);
+    if (it == cache.end()) it = cache.emplace(pairs, set.kl->measure(pairs)).first;
+    return it->second;
+  };
+
+  // The best-predicted uniform configurations compete with the searched plans on selection.
+  const std::vector<UniformConfig> uniforms = uniform_configs(all);
+  const auto memory_of_uniform = [&](const UniformConfig& u) {
+    return budget.measure == MemoryMeasure::kBytes ? u.bytes_per_token : u.equivalent_bits;
+  };
+  std::vector<ExtraPlan> extra;
+  for (const UniformConfig& u : uniforms) {
+    if (static_cast<int>(extra.size()) == options.uniform_validations) break;
+    if (!budget.fits(memory_of_uniform(u))) continue;
+    if (!engine_runs_uniform(engine, u.pair, static_cast<int>(all.size()), head_dim)) continue;
+    extra.push_back({"uniform " + u.pair.name(), std::vector<KvPair>(all.size(), u.pair),
+                     memory_of_uniform(u), u.layer_errors});
+  }
+  out.loop = run_validation_loop(
+      space, options.nsga2,
+      [&](const std::vector<KvPair>& p) {
+        return measure_on(in.selection, out.on_selection, p).mean_kl;
+      },
+      options.loop, extra);
+  {
+    std::vector<double> predicted, measured;
+    for (const MeasuredPlan& m : out.loop.measured) {
+      predicted.push_back(m.assignment.predicted_error);
+      measured.push_back(m.measured);
+    }
+    out.rank_correlation = spearman_rank_correlation(predicted, measured);
+  }
+  SearchSpace final_space = space;
+  final_space.layer_weights = out.loop.surrogate.weights;
+  final_space.interaction = out.loop.surrogate.interaction;
+  out.nsga_exact_coverage = unseeded_coverage(final_space, options.nsga2);
+
+  // The report text: the chosen plan and the uniform baselines, never used to choose.
+  const MeasuredPlan& chosen = out.loop.chosen;
+  out.plan_report = measure_on(in.report, out.on_report, chosen.assignment.pairs);
+  std::set<KvPair> to_measure;
+  int by_prediction = 0;
+  for (const UniformConfig& u : uniforms) {
+    if (!budget.fits(memory_of_uniform(u))) continue;
+    if (options.report_baselines == 0 || by_prediction < options.report_baselines) {
+      to_measure.insert(u.pair);
+      ++by_prediction;
+    }
+  }
+  for (const std::string& name : options.reference_baselines) {
+    to_measure.insert(KvPair::parse(name));
+  }
+  for (const MeasuredPlan& m : out.loop.measured) {
+    if (!m.name.empty()) to_measure.insert(m.assignment.pairs.front());
+  }
+  for (const UniformConfig& u : uniforms) {
+    BaselineResult b;
+    b.config = u;
+    b.within_budget = budget.fits(memory_of_uniform(u));
+    b.measured = b.within_budget && to_measure.contains(u.pair);
+    if (b.measured) {
+      b.report = measure_on(in.report, out.on_report, std::vector<KvPair>(all.size(), u.pair));
+      const PairedInterval ci = paired_bootstrap(out.plan_report.kl_sums, b.report.kl_sums,
+                                                 out.plan_report.scored_per_prompt,
+                                                 options.bootstrap_resamples, options.nsga2.seed);
+      b.diff = ci.mean_difference;
+      b.diff_low = ci.low;
+      b.diff_high = ci.high;
+    }
+    out.baselines.push_back(std::move(b));
+  }
+  for (size_t i = 0; i < out.baselines.size(); ++i) {
+    const BaselineResult& b = out.baselines[i];
+    if (b.measured && (!out.best_baseline ||
+                       b.report.mean_kl < out.baselines[*out.best_baseline].report.mean_kl)) {
+      out.best_baseline = i;
+    }
+  }
+
+  // The plan and the best uniform baseline at long contexts.
+  if (out.best_baseline && in.report.long_context != nullptr &&
+      !in.report.long_context->contexts().empty()) {
+    const KvPair best = out.baselines[*out.best_baseline].config.pair;
+    out.long_context = in.report.long_context->measure(
+        {chosen.assignment.pairs, std::vector<KvPair>(all.size(), best)});
+  }
+  return out;
+}
+
+}  // namespace kvplan::search
