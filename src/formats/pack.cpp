@@ -83,15 +83,15 @@ RowFormat row_format(Format format, size_t n, size_t group) {
 // The codec is dispatched once per call: each codec gets its own row loop over the math the GPU
 // kernels use (src/formats/kv_row_format.h). f32 rows are their bytes, per-value codecs take a row
 // as one unit, int rows take the group loops above, and block codecs go block by block.
-void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n, size_t row_bytes,
-                         uint8_t* dst, const PackOptions& options) {
+void pack_rows_unchecked(Format format, const float* x, size_t x_stride, size_t n_rows, size_t n,
+                         uint8_t* dst, size_t dst_stride, const PackOptions& options) {
   const RowFormat f = row_format(format, n, options.group_size);
   const size_t group = static_cast<size_t>(f.unit_values);
   with_codec(format.info().codec, [&](auto tag) {
     constexpr Codec kC = decltype(tag)::value;
     for (size_t r = 0; r < n_rows; ++r) {
-      const float* in = x + r * n;
-      uint8_t* out = dst + r * row_bytes;
+      const float* in = x + r * x_stride;
+      uint8_t* out = dst + r * dst_stride;
       if constexpr (kC == Codec::kF32) {
         std::memcpy(out, in, n * sizeof(float));
       } else if constexpr (codec_traits(kC).per_value) {
@@ -109,15 +109,15 @@ void pack_rows_unchecked(Format format, const float* x, size_t n_rows, size_t n,
   });
 }
 
-void unpack_rows_unchecked(Format format, const uint8_t* src, size_t n_rows, size_t n,
-                           size_t row_bytes, float* y, const PackOptions& options) {
+void unpack_rows_unchecked(Format format, const uint8_t* src, size_t src_stride, size_t n_rows,
+                           size_t n, float* y, size_t y_stride, const PackOptions& options) {
   const RowFormat f = row_format(format, n, options.group_size);
   const size_t group = static_cast<size_t>(f.unit_values);
   with_codec(format.info().codec, [&](auto tag) {
     constexpr Codec kC = decltype(tag)::value;
     for (size_t r = 0; r < n_rows; ++r) {
-      const uint8_t* in = src + r * row_bytes;
-      float* out = y + r * n;
+      const uint8_t* in = src + r * src_stride;
+      float* out = y + r * y_stride;
       if constexpr (kC == Codec::kF32) {
         std::memcpy(out, in, n * sizeof(float));
       } else if constexpr (codec_traits(kC).per_value) {
@@ -141,29 +141,57 @@ void pack_row(Format format, std::span<const float> values, std::span<uint8_t> o
               const PackOptions& options) {
   check_sizes(format, values.size(), out.size(), options.group_size);
   if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
-  pack_rows_unchecked(format, values.data(), 1, values.size(), out.size(), out.data(), options);
+  pack_rows_unchecked(format, values.data(), values.size(), 1, values.size(), out.data(),
+                      out.size(), options);
 }
 
 void unpack_row(Format format, std::span<const uint8_t> packed, std::span<float> values,
                 const PackOptions& options) {
   check_sizes(format, values.size(), packed.size(), options.group_size);
   if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
-  unpack_rows_unchecked(format, packed.data(), 1, values.size(), packed.size(), values.data(),
-                        options);
+  unpack_rows_unchecked(format, packed.data(), packed.size(), 1, values.size(), values.data(),
+                        values.size(), options);
 }
 
 void pack_rows(Format format, const float* values, size_t n_rows, size_t row_len, uint8_t* out,
                const PackOptions& options) {
   const size_t row_bytes = packed_row_bytes(format, row_len, options.group_size);
   if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
-  pack_rows_unchecked(format, values, n_rows, row_len, row_bytes, out, options);
+  pack_rows_unchecked(format, values, row_len, n_rows, row_len, out, row_bytes, options);
+}
+
+void pack_rows_strided(Format format, const float* values, size_t value_stride, size_t n_rows,
+                       size_t row_len, uint8_t* out, size_t out_stride,
+                       const PackOptions& options) {
+  const size_t row_bytes = packed_row_bytes(format, row_len, options.group_size);
+  if (value_stride < row_len || out_stride < row_bytes) {
+    fail(ErrorCode::kInvalidArgument,
+         "format {}: strides {} values / {} bytes are shorter than a row ({} / {})", format.name(),
+         value_stride, out_stride, row_len, row_bytes);
+  }
+  if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
+  pack_rows_unchecked(format, values, value_stride, n_rows, row_len, out, out_stride, options);
 }
 
 void unpack_rows(Format format, const uint8_t* packed, size_t n_rows, size_t row_len, float* values,
                  const PackOptions& options) {
   const size_t row_bytes = packed_row_bytes(format, row_len, options.group_size);
   if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
-  unpack_rows_unchecked(format, packed, n_rows, row_len, row_bytes, values, options);
+  unpack_rows_unchecked(format, packed, row_bytes, n_rows, row_len, values, row_len, options);
+}
+
+void unpack_rows_strided(Format format, const uint8_t* packed, size_t packed_stride, size_t n_rows,
+                         size_t row_len, float* values, size_t value_stride,
+                         const PackOptions& options) {
+  const size_t row_bytes = packed_row_bytes(format, row_len, options.group_size);
+  if (value_stride < row_len || packed_stride < row_bytes) {
+    fail(ErrorCode::kInvalidArgument,
+         "format {}: strides {} bytes / {} values are shorter than a row ({} / {})", format.name(),
+         packed_stride, value_stride, row_bytes, row_len);
+  }
+  if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
+  unpack_rows_unchecked(format, packed, packed_stride, n_rows, row_len, values, value_stride,
+                        options);
 }
 
 void pack_channels(Format format, const float* values, size_t n_tokens, size_t n_channels,

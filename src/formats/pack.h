@@ -33,6 +33,13 @@ void pack_rows(Format format, const float* values, size_t n_rows, size_t row_len
                const PackOptions& options);
 void unpack_rows(Format format, const uint8_t* packed, size_t n_rows, size_t row_len, float* values,
                  const PackOptions& options);
+// The same for rows `value_stride` floats and `out_stride` / `packed_stride` bytes apart (one KV
+// head's rows in a page that interleaves heads); the same bytes and values as row by row.
+void pack_rows_strided(Format format, const float* values, size_t value_stride, size_t n_rows,
+                       size_t row_len, uint8_t* out, size_t out_stride, const PackOptions& options);
+void unpack_rows_strided(Format format, const uint8_t* packed, size_t packed_stride, size_t n_rows,
+                         size_t row_len, float* values, size_t value_stride,
+                         const PackOptions& options);
 
 // Per-channel packing (KIVI keys): `values` is [n_tokens, n_channels] with rows `token_stride`
 // floats apart; channel c's n_tokens values become one packed row of packed_row_bytes(format,

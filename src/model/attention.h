@@ -1,4 +1,5 @@
-// Causal grouped-query attention of a chunk's queries over one layer's KV cache (internal).
+// Causal grouped-query attention of a chunk's queries over one layer's KV cache (internal): key and
+// value tiles read from the cache's pages, folded into a running softmax (attention.cpp).
 #pragma once
 
 #include <cstddef>

@@ -2,13 +2,55 @@
 
 #include <algorithm>
 #include <cstring>
-#include <span>
+#include <utility>
 
 #include "core/error.h"
 #include "formats/format_size.h"
-#include "formats/pack.h"
 
 namespace kvplan {
+namespace {
+
+const KvPair kExactPair{Format(FormatId::kF32), Format(FormatId::kF32)};
+
+// The layer's pages, after the checks whose messages name what the harness cannot hold.
+KvPageLayout checked_pages(int layer, const KvLayerGeometry& geometry, bool exact,
+                           const KvPair& pair, const QuantSettings& settings,
+                           KvHeadScales fp8_scales) {
+  if (exact) return KvPageLayout(layer, geometry, kExactPair, {}, QuantSettings{});
+  settings.validate();
+  check_fp8_scales(fp8_scales, pair, geometry.n_kv_heads, fmt::format("layer {}", layer));
+  check_layer_settings(pair, settings, fmt::format("layer {}", layer));
+  const bool kivi = layer_runs_kivi(pair, settings);
+  const size_t hd = static_cast<size_t>(geometry.head_dim);
+  const size_t g = settings.group_size;
+  // Validate both formats up front, so a bad pair fails before any token is computed.
+  const auto check = [&](const char* which, Format f, size_t n_values, size_t group) {
+    if (f.is_slot()) {
+      fail(ErrorCode::kInvalidArgument,
+           "layer {}: {} format {}: an opaque slot cannot be simulated by the harness", layer,
+           which, f.name());
+    }
+    try {
+      (void)packed_row_bytes(f, n_values, group);
+    } catch (const Error& e) {
+      fail(ErrorCode::kInvalidArgument, "layer {}: {} format {} (head_dim {}, {}): {}", layer,
+           which, f.name(), geometry.head_dim,
+           kivi && which[0] == 'k' ? "per-channel groups" : "per token", e.what());
+    }
+  };
+  if (kivi) {
+    check("key", pair.key, g, g);
+  } else {
+    check("key", pair.key, hd, g);
+  }
+  check("value", pair.value, hd, g);
+  // Pages hold whole per-channel key groups: block_size rounded up to the group.
+  QuantSettings paged = settings;
+  paged.round_block_to_group();
+  return KvPageLayout(layer, geometry, pair, std::move(fp8_scales), paged);
+}
+
+}  // namespace
 
 KvCacheOptions KvCacheOptions::uniform(const KvPair& pair, int n_layers,
                                        const QuantSettings& settings) {
@@ -31,135 +73,148 @@ std::string KvCacheOptions::describe() const {
   return uniform ? pairs[0].name() : fmt::format("mixed ({} layers)", pairs.size());
 }
 
-LayerKvCache::LayerKvCache(int layer, int n_kv_heads, int head_dim, bool exact, KvPair pair,
+LayerKvCache::LayerKvCache(int layer, const KvLayerGeometry& geometry, bool exact, KvPair pair,
                            const QuantSettings& settings, KvHeadScales fp8_scales)
     : layer_(layer),
-      n_kv_heads_(n_kv_heads),
-      head_dim_(head_dim),
       exact_(exact),
-      pair_(pair),
-      settings_(settings),
-      fp8_scales_(std::move(fp8_scales)) {
-  if (exact_) return;
-  settings_.validate();
-  check_fp8_scales(fp8_scales_, pair_, n_kv_heads_, fmt::format("layer {}", layer));
-  const size_t hd = static_cast<size_t>(head_dim);
-  const size_t g = settings_.group_size;
-  check_layer_settings(pair_, settings_, fmt::format("layer {}", layer));
-  kivi_ = layer_runs_kivi(pair_, settings_);
-  const bool kivi = kivi_;
-  // Validate both formats up front, so a bad pair fails before any token is computed.
-  auto check = [&](const char* which, Format f, size_t n_values, size_t group) {
-    if (f.is_slot()) {
-      fail(ErrorCode::kInvalidArgument,
-           "layer {}: {} format {}: an opaque slot cannot be "
-           "simulated by the harness",
-           layer, which, f.name());
-    }
-    try {
-      return packed_row_bytes(f, n_values, group);
-    } catch (const Error& e) {
-      fail(ErrorCode::kInvalidArgument, "layer {}: {} format {} (head_dim {}, {}): {}", layer,
-           which, f.name(), head_dim, kivi && which[0] == 'k' ? "per-channel groups" : "per token",
-           e.what());
-    }
-  };
-  const size_t key_bytes = kivi ? check("key", pair.key, g, g) * hd : check("key", pair.key, hd, g);
-  const size_t value_bytes = check("value", pair.value, hd, g);
-  scratch_.resize(std::max(key_bytes, value_bytes));
-}
+      window_(geometry.sliding_window),
+      pages_(checked_pages(layer, geometry, exact, pair, settings, std::move(fp8_scales))),
+      kivi_(!exact && layer_runs_kivi(pair, settings)) {}
 
-void LayerKvCache::reserve(size_t tokens) {
-  if (tokens <= capacity_) return;
-  size_t cap = std::max<size_t>(capacity_ * 2, 64);
-  while (cap < tokens) cap *= 2;
-  const size_t hd = static_cast<size_t>(head_dim_);
-  std::vector<float> k(static_cast<size_t>(n_kv_heads_) * cap * hd);
-  std::vector<float> v(k.size());
-  // Nothing to move from an empty cache, whose buffers may be null (memcpy's source must not be).
-  for (int h = 0; n_tokens_ > 0 && h < n_kv_heads_; ++h) {
-    std::memcpy(k.data() + h * cap * hd, k_.data() + head_offset(h),
-                n_tokens_ * hd * sizeof(float));
-    std::memcpy(v.data() + h * cap * hd, v_.data() + head_offset(h),
-                n_tokens_ * hd * sizeof(float));
-  }
-  k_.swap(k);
-  v_.swap(v);
-  capacity_ = cap;
+void LayerKvCache::clear() {
+  n_tokens_ = n_committed_ = 0;
+  first_held_page_ = 0;
+  k_pages_.clear();
+  v_pages_.clear();
+  k_staging_.clear();
+  v_staging_.clear();
 }
 
 void LayerKvCache::append(const float* k, const float* v, size_t n, size_t row_stride) {
-  reserve(n_tokens_ + n);
-  const size_t hd = static_cast<size_t>(head_dim_);
-  for (int h = 0; h < n_kv_heads_; ++h) {
-    float* kd = k_.data() + head_offset(h) + n_tokens_ * hd;
-    float* vd = v_.data() + head_offset(h) + n_tokens_ * hd;
-    for (size_t t = 0; t < n; ++t) {
-      std::memcpy(kd + t * hd, k + t * row_stride + h * hd, hd * sizeof(float));
-      std::memcpy(vd + t * hd, v + t * row_stride + h * hd, hd * sizeof(float));
-    }
+  // Queries from here on start at n_tokens_: keys behind the window are never read again.
+  if (window_ > 0 && n_tokens_ + 1 > static_cast<size_t>(window_)) {
+    free_pages_before(n_tokens_ + 1 - static_cast<size_t>(window_));
+  }
+  const size_t width = row_floats();
+  const size_t staged = k_staging_.size() / width;
+  k_staging_.resize((staged + n) * width);
+  v_staging_.resize((staged + n) * width);
+  for (size_t t = 0; t < n; ++t) {
+    std::memcpy(k_staging_.data() + (staged + t) * width, k + t * row_stride,
+                width * sizeof(float));
+    std::memcpy(v_staging_.data() + (staged + t) * width, v + t * row_stride,
+                width * sizeof(float));
   }
   n_tokens_ += n;
 }
 
 void LayerKvCache::commit() {
-  if (exact_) {
-    n_committed_ = n_tokens_;
-    return;
+  size_t due = n_tokens_ - n_committed_;
+  if (kivi_) {
+    const size_t window = pages_.settings().residual_length;
+    due -= due % window;  // whole windows; the rest stays exact in staging
   }
-  if (!kivi_) {
-    quantize_per_token(n_committed_, n_tokens_);
-    n_committed_ = n_tokens_;
-    return;
-  }
-  const size_t window = settings_.residual_length;
-  while (n_tokens_ - n_committed_ >= window) {
-    quantize_kivi_window(n_committed_, n_committed_ + window);
-    n_committed_ += window;
+  if (due == 0) return;
+  pack_into_pages(n_committed_, due);
+  const size_t width = row_floats();
+  k_staging_.erase(k_staging_.begin(),
+                   k_staging_.begin() + static_cast<std::ptrdiff_t>(due * width));
+  v_staging_.erase(v_staging_.begin(),
+                   v_staging_.begin() + static_cast<std::ptrdiff_t>(due * width));
+  n_committed_ += due;
+}
+
+void LayerKvCache::ensure_pages(size_t tokens) {
+  const size_t needed = (tokens + block() - 1) / block();
+  while (k_pages_.size() < needed) {
+    // Not zeroed: a page's bytes are written before they are read, and untouched memory stays
+    // unresident until then.
+    k_pages_.push_back(std::make_unique_for_overwrite<uint8_t[]>(pages_.page_bytes(KvSide::kKey)));
+    v_pages_.push_back(
+        std::make_unique_for_overwrite<uint8_t[]>(pages_.page_bytes(KvSide::kValue)));
   }
 }
 
-void LayerKvCache::quantize_per_token(size_t begin, size_t end) {
-  const size_t hd = static_cast<size_t>(head_dim_);
-  const size_t kb = packed_row_bytes(pair_.key, hd, settings_.group_size);
-  const size_t vb = packed_row_bytes(pair_.value, hd, settings_.group_size);
-  for (int h = 0; h < n_kv_heads_; ++h) {
-    const PackOptions kopt{.group_size = settings_.group_size,
-                           .fp8_scale = fp8_scales_.key_scale(h)};
-    const PackOptions vopt{.group_size = settings_.group_size,
-                           .fp8_scale = fp8_scales_.value_scale(h)};
-    for (size_t t = begin; t < end; ++t) {
-      std::span<float> krow(k_.data() + head_offset(h) + t * hd, hd);
-      std::span<float> vrow(v_.data() + head_offset(h) + t * hd, hd);
-      pack_row(pair_.key, krow, std::span<uint8_t>(scratch_.data(), kb), kopt);
-      unpack_row(pair_.key, std::span<const uint8_t>(scratch_.data(), kb), krow, kopt);
-      pack_row(pair_.value, vrow, std::span<uint8_t>(scratch_.data(), vb), vopt);
-      unpack_row(pair_.value, std::span<const uint8_t>(scratch_.data(), vb), vrow, vopt);
-    }
+// Packs staged tokens [first, first + n) (first == n_committed_) into their pages, page by page:
+// windows and pages both start at multiples of group_size, so per-channel keys get whole groups.
+void LayerKvCache::pack_into_pages(size_t first, size_t n) {
+  ensure_pages(first + n);
+  const size_t width = row_floats();
+  for (size_t t = first; t < first + n;) {
+    const size_t p = t / block();
+    const size_t end = std::min(first + n, (p + 1) * block());
+    const size_t row = t - first;
+    pages_.pack_tokens(KvSide::kKey, k_pages_[p].get(), t - p * block(), end - t,
+                       k_staging_.data() + row * width, width);
+    pages_.pack_tokens(KvSide::kValue, v_pages_[p].get(), t - p * block(), end - t,
+                       v_staging_.data() + row * width, width);
+    t = end;
   }
 }
 
-void LayerKvCache::quantize_kivi_window(size_t begin, size_t end) {
-  const size_t hd = static_cast<size_t>(head_dim_);
-  const size_t g = settings_.group_size;
-  const size_t channel_bytes = channel_group_bytes(pair_.key, hd, g);
-  const size_t vb = packed_row_bytes(pair_.value, hd, g);
-  for (int h = 0; h < n_kv_heads_; ++h) {
-    const PackOptions kopt{.group_size = g, .fp8_scale = fp8_scales_.key_scale(h)};
-    const PackOptions vopt{.group_size = g, .fp8_scale = fp8_scales_.value_scale(h)};
-    // Keys: per channel over each group of g consecutive tokens ([g, head_dim] block, stride hd).
-    for (size_t t = begin; t + g <= end; t += g) {
-      float* block = k_.data() + head_offset(h) + t * hd;
-      std::span<uint8_t> bytes(scratch_.data(), channel_bytes);
-      pack_channels(pair_.key, block, g, hd, hd, bytes, kopt);
-      unpack_channels(pair_.key, bytes, g, hd, block, hd, kopt);
-    }
-    for (size_t t = begin; t < end; ++t) {
-      std::span<float> vrow(v_.data() + head_offset(h) + t * hd, hd);
-      pack_row(pair_.value, vrow, std::span<uint8_t>(scratch_.data(), vb), vopt);
-      unpack_row(pair_.value, std::span<const uint8_t>(scratch_.data(), vb), vrow, vopt);
-    }
+void LayerKvCache::free_pages_before(size_t token) {
+  // Only committed pages wholly behind `token` go; staging is never behind a window.
+  const size_t last = std::min(token, n_committed_) / block();
+  for (; first_held_page_ < last; ++first_held_page_) {
+    k_pages_[first_held_page_].reset();
+    v_pages_[first_held_page_].reset();
   }
+}
+
+void LayerKvCache::read(KvSide side, int head, size_t first, size_t n, float* out,
+                        std::span<float> scratch) const {
+  if (first < first_held_token() || first + n > n_tokens_) {
+    fail(ErrorCode::kInternal, "layer {}: read of tokens [{}, {}) outside the held [{}, {})",
+         layer_, first, first + n, first_held_token(), n_tokens_);
+  }
+  const size_t dim = static_cast<size_t>(head_dim());
+  size_t t = first;
+  for (; t < first + n && t < n_committed_;) {
+    const size_t p = t / block();
+    const size_t end = std::min({first + n, n_committed_, (p + 1) * block()});
+    pages_.unpack_head(side, page(side, p), head, t - p * block(), end - t, out + (t - first) * dim,
+                       scratch);
+    t = end;
+  }
+  const std::vector<float>& staging = side == KvSide::kKey ? k_staging_ : v_staging_;
+  const size_t width = row_floats();
+  for (; t < first + n; ++t) {
+    std::memcpy(out + (t - first) * dim,
+                staging.data() + (t - n_committed_) * width + static_cast<size_t>(head) * dim,
+                dim * sizeof(float));
+  }
+}
+
+size_t LayerKvCache::bytes_held() const {
+  const size_t held_pages = k_pages_.size() - first_held_page_;
+  return held_pages * (pages_.page_bytes(KvSide::kKey) + pages_.page_bytes(KvSide::kValue)) +
+         (k_staging_.capacity() + v_staging_.capacity()) * sizeof(float);
+}
+
+const uint8_t* LayerKvCache::page(KvSide side, size_t p) const {
+  const auto& pages = side == KvSide::kKey ? k_pages_ : v_pages_;
+  if (p >= pages.size() || !pages[p]) {
+    fail(ErrorCode::kInternal, "layer {}: page {} is not held", layer_, p);
+  }
+  return pages[p].get();
+}
+
+uint8_t* LayerKvCache::page(KvSide side, size_t p) {
+  return const_cast<uint8_t*>(std::as_const(*this).page(side, p));
+}
+
+void LayerKvCache::adopt_committed(size_t n) {
+  if (n_tokens_ != 0) {
+    fail(ErrorCode::kInternal, "layer {}: a prefix is adopted by an empty cache, this one holds {}",
+         layer_, n_tokens_);
+  }
+  if (n % block() != 0 || (kivi_ && n % pages_.settings().residual_length != 0)) {
+    fail(ErrorCode::kInvalidArgument,
+         "layer {}: an adopted prefix of {} tokens is not whole pages of {}{}", layer_, n, block(),
+         kivi_ ? fmt::format(" and KIVI windows of {}", pages_.settings().residual_length) : "");
+  }
+  ensure_pages(n);
+  n_tokens_ = n_committed_ = n;
 }
 
 KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options) : options_(options) {
@@ -172,14 +227,21 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options) : opt
     fail(ErrorCode::kInvalidArgument, "KV cache: FP8 scales for {} layers, the model has {} layers",
          options.fp8_scales.size(), config.n_layers);
   }
+  const KvGeometry geometry = kv_geometry(config);
   layers_.reserve(static_cast<size_t>(config.n_layers));
   for (int l = 0; l < config.n_layers; ++l) {
     const size_t L = static_cast<size_t>(l);
     layers_.emplace_back(
-        l, config.n_kv_heads[L], config.head_dim, options.exact,
-        options.exact ? KvPair{} : options.pairs[L], options.settings,
+        l, geometry.layers[L], options.exact, options.exact ? KvPair{} : options.pairs[L],
+        options.settings,
         options.exact || options.fp8_scales.empty() ? KvHeadScales{} : options.fp8_scales[L]);
   }
+}
+
+size_t KvCache::bytes_held() const {
+  size_t bytes = 0;
+  for (const LayerKvCache& l : layers_) bytes += l.bytes_held();
+  return bytes;
 }
 
 void KvCache::clear() {

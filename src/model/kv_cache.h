@@ -1,25 +1,31 @@
-// The harness's KV cache: per layer, the K (after RoPE) and V rows attention reads, written once
-// per token through the layer's KvPair — real pack_row/unpack_row (or pack_channels for KIVI keys)
-// from src/formats — so attention sees exactly what a quantized cache would return.
+// The harness's KV cache: per layer, K (after RoPE) and V in pages of the layer's real packed bytes
+// (formats/kv_page_layout.h: the pages the runtime stores and moves), so that memory is what the
+// plan says and attention reads exactly what a quantized cache returns.
 //
-// Layout per layer: [n_kv_heads, capacity, head_dim] f32 (one head's tokens contiguous, so a head
-// is a plain [n_tokens, head_dim] matrix for the attention GEMMs). Values are stored dequantized;
-// each token is quantized once, when it is committed:
-//   per-token: every token, K and V rows of head_dim per KV head, groups of group_size (clamped);
-//   kivi (the plan's mode, or a per-channel key format such as int4_kivi on this layer):
-//              when residual_length uncommitted tokens exist, their keys are packed per channel in
-//              groups of group_size tokens and their values per token; the newest
-//              n % residual_length tokens stay exact (f32), as KIVI keeps its residual window in
-//              full precision.
+// A token is appended as f32 into a small staging area and packed into its page once, when it is
+// committed:
+//   per-token: every appended token, K and V rows of head_dim per KV head;
+//   kivi (the plan's mode, or a per-channel key format such as int4_kivi on this layer): whole
+//              windows of residual_length tokens, keys packed per channel in groups of
+//              group_size tokens and values per token; the newest n % residual_length tokens
+//              stay exact f32 in staging, as KIVI keeps its residual window in full precision.
+// "Exact KV" is the f32/f32 pair: its pages hold the rows bit for bit. Attention reads tiles of a
+// head's rows (read()), unpacked on the fly; no f32 copy of the cache exists. A sliding-window
+// layer frees the pages behind its window as tokens arrive.
 //
 //   kvplan::KvCache cache(config, kvplan::KvCacheOptions::uniform(KvPair::parse("K8V4"), n, {}));
+//   cache.layer(0).read(KvSide::kKey, /*head=*/1, /*first=*/0, /*n=*/64, out, scratch);
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "formats/fp8_scales.h"
+#include "formats/kv_page_layout.h"
 #include "formats/kv_pair.h"
 #include "formats/quant_settings.h"
 #include "model/model_config.h"
@@ -47,45 +53,65 @@ struct KvCacheOptions {
 
 class LayerKvCache {
  public:
-  LayerKvCache(int layer, int n_kv_heads, int head_dim, bool exact, KvPair pair,
+  // `exact` ignores `pair` and holds f32/f32. Throws Error(kInvalidArgument) naming the layer, K
+  // or V and the format when it cannot pack this layer's rows, or for a slot (opaque bytes).
+  LayerKvCache(int layer, const KvLayerGeometry& geometry, bool exact, KvPair pair,
                const QuantSettings& settings, KvHeadScales fp8_scales = {});
 
   // Appends `n` tokens: k and v point at row 0 of [n, n_kv_heads * head_dim] with `row_stride`
   // floats between rows. Not yet quantized: call commit().
   void append(const float* k, const float* v, size_t n, size_t row_stride);
-  // Quantizes the appended tokens that the mode says are due (all of them in per-token mode).
+  // Packs the appended tokens that the mode says are due (all of them in per-token mode).
   void commit();
-  void clear() { n_tokens_ = n_committed_ = 0; }
+  void clear();
 
   [[nodiscard]] size_t n_tokens() const { return n_tokens_; }
+  [[nodiscard]] size_t n_committed() const { return n_committed_; }
   [[nodiscard]] size_t n_quantized() const { return exact_ ? 0 : n_committed_; }
-  [[nodiscard]] int n_kv_heads() const { return n_kv_heads_; }
-  [[nodiscard]] int head_dim() const { return head_dim_; }
-  // [n_tokens, head_dim] of KV head `h`, rows head_dim apart.
-  [[nodiscard]] const float* keys(int h) const { return k_.data() + head_offset(h); }
-  [[nodiscard]] const float* values(int h) const { return v_.data() + head_offset(h); }
+  [[nodiscard]] int n_kv_heads() const { return pages_.n_kv_heads(); }
+  [[nodiscard]] int head_dim() const { return pages_.head_dim(); }
+  [[nodiscard]] const KvPageLayout& layout() const { return pages_; }
+
+  // Tokens [first, first + n) of KV head `head` as attention sees them, into out [n, head_dim]:
+  // committed tokens unpacked from their pages, the rest from staging. `scratch` holds
+  // read_scratch_floats() floats (reads from several threads need one each).
+  void read(KvSide side, int head, size_t first, size_t n, float* out,
+            std::span<float> scratch) const;
+  [[nodiscard]] size_t read_scratch_floats() const { return pages_.unpack_scratch_floats(); }
+
+  // The first token still held: a sliding-window layer frees whole pages behind its window.
+  [[nodiscard]] size_t first_held_token() const { return first_held_page_ * block(); }
+  // Bytes the layer holds: its pages and its staging rows.
+  [[nodiscard]] size_t bytes_held() const;
+
+  // Pages of committed tokens: page p holds tokens [p * block_size, (p + 1) * block_size).
+  [[nodiscard]] size_t n_pages() const { return k_pages_.size(); }
+  [[nodiscard]] const uint8_t* page(KvSide side, size_t p) const;
+  [[nodiscard]] uint8_t* page(KvSide side, size_t p);
+  // An empty layer takes `n` committed tokens (whole pages) whose bytes the caller then writes
+  // into page(side, p): a prefix restored from stored pages, attended as it is, never re-packed.
+  void adopt_committed(size_t n);
 
  private:
-  [[nodiscard]] size_t head_offset(int h) const {
-    return static_cast<size_t>(h) * capacity_ * static_cast<size_t>(head_dim_);
+  [[nodiscard]] size_t block() const { return pages_.block_size(); }
+  [[nodiscard]] size_t row_floats() const {
+    return static_cast<size_t>(n_kv_heads()) * static_cast<size_t>(head_dim());
   }
-  void reserve(size_t tokens);
-  void quantize_per_token(size_t begin, size_t end);
-  void quantize_kivi_window(size_t begin, size_t end);
+  void ensure_pages(size_t tokens);
+  void pack_into_pages(size_t first, size_t n);
+  void free_pages_before(size_t token);
 
   int layer_;
-  int n_kv_heads_;
-  int head_dim_;
   bool exact_;
-  KvPair pair_;
-  QuantSettings settings_;
-  KvHeadScales fp8_scales_;
+  int64_t window_ = 0;  // sliding window in tokens; 0 = every token
+  KvPageLayout pages_;
   bool kivi_ = false;  // this layer runs KIVI (layer_runs_kivi)
-  size_t capacity_ = 0;
   size_t n_tokens_ = 0;
   size_t n_committed_ = 0;
-  std::vector<float> k_, v_;
-  std::vector<uint8_t> scratch_;
+  size_t first_held_page_ = 0;
+  std::vector<std::unique_ptr<uint8_t[]>> k_pages_, v_pages_;  // null once freed
+  // Tokens [n_committed_, n_tokens_) as appended: [token][n_kv_heads * head_dim] f32.
+  std::vector<float> k_staging_, v_staging_;
 };
 
 class KvCache {
@@ -98,6 +124,8 @@ class KvCache {
   [[nodiscard]] const LayerKvCache& layer(int l) const { return layers_[static_cast<size_t>(l)]; }
   [[nodiscard]] int n_layers() const { return static_cast<int>(layers_.size()); }
   [[nodiscard]] const KvCacheOptions& options() const { return options_; }
+  // Bytes every layer holds (pages and staging).
+  [[nodiscard]] size_t bytes_held() const;
   void clear();
 
  private:

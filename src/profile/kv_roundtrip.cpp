@@ -14,7 +14,7 @@ RowMatrix kv_roundtrip(const RowMatrix& rows, KvSide side, Format format,
   const KvPair pair = side == KvSide::kKey ? KvPair{format, plain} : KvPair{plain, format};
   KvHeadScales scales;
   (side == KvSide::kKey ? scales.key : scales.value) = fp8_head_scales;
-  LayerKvCache cache(layer, n_kv_heads, head_dim, /*exact=*/false, pair, settings,
+  LayerKvCache cache(layer, {n_kv_heads, head_dim, 0}, /*exact=*/false, pair, settings,
                      std::move(scales));
   const size_t T = static_cast<size_t>(rows.rows());
   const size_t stride = static_cast<size_t>(rows.cols());
@@ -22,11 +22,12 @@ RowMatrix kv_roundtrip(const RowMatrix& rows, KvSide side, Format format,
   cache.commit();
   RowMatrix out(rows.rows(), rows.cols());
   const size_t hd = static_cast<size_t>(head_dim);
+  std::vector<float> head_rows(T * hd), scratch(cache.read_scratch_floats());
   for (int h = 0; h < n_kv_heads; ++h) {
-    const float* src = side == KvSide::kKey ? cache.keys(h) : cache.values(h);
+    cache.read(side, h, 0, T, head_rows.data(), scratch);
     for (size_t t = 0; t < T; ++t) {
       std::memcpy(out.row(static_cast<Eigen::Index>(t)).data() + static_cast<size_t>(h) * hd,
-                  src + t * hd, hd * sizeof(float));
+                  head_rows.data() + t * hd, hd * sizeof(float));
     }
   }
   return out;

@@ -1,5 +1,5 @@
 // The K or V rows a quantized KV cache gives back for exact rows: the captured [T, n_kv * head_dim]
-// matrix pushed through a real model/kv_cache.h layer (pack + unpack with src/formats, the mode's
+// matrix pushed through a real model/kv_cache.h layer (its pages of packed bytes, the mode's
 // grouping, kivi's full-precision residual window) in one prefill chunk, as the harness would.
 //
 //   RowMatrix k_hat = kvplan::kv_roundtrip(k, KvSide::kKey, Format::parse("int4"), settings,
@@ -9,12 +9,11 @@
 #include <vector>
 
 #include "formats/format.h"
+#include "formats/kv_page_layout.h"
 #include "formats/quant_settings.h"
 #include "model/model_weights.h"
 
 namespace kvplan {
-
-enum class KvSide { kKey, kValue };
 
 // `fp8_head_scales` ([n_kv_heads], FP8 formats only; empty = 1) are the side's per-head scales.
 // Throws Error(kInvalidArgument) naming the layer and format when it cannot pack these rows.

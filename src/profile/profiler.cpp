@@ -132,7 +132,8 @@ void check_candidates(const std::vector<KvPair>& candidates, const ModelConfig& 
       // Sizes (and so packability) of both sides, per layer, named in the error.
       (void)layer_bytes_per_token({c.n_kv_heads[static_cast<size_t>(l)], c.head_dim, 0}, p,
                                   settings, l);
-      LayerKvCache probe(l, c.n_kv_heads[static_cast<size_t>(l)], c.head_dim, false, p, settings);
+      LayerKvCache probe(l, {c.n_kv_heads[static_cast<size_t>(l)], c.head_dim, 0}, false, p,
+                         settings);
     }
   }
 }

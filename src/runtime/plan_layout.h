@@ -1,11 +1,6 @@
 // PlanLayout: how a precision plan's KV pages are laid out in bytes, and how layers are grouped for
-// transfers. Every size comes from src/formats (packed_row_bytes) under the plan's settings.
-//
-// A page holds `block_size` tokens of one layer for all its KV heads, keys and values separately:
-//   per-token K or V page : [block_size tokens][n_kv_heads][packed row of head_dim values]
-//   kivi K page           : [block_size / group_size token groups][n_kv_heads][head_dim channels]
-//                           [packed row of group_size tokens]   (plain K formats stay per-token)
-//   slot page (K only)    : [block_size tokens][n_kv_heads][slot_bytes]   (opaque, V page empty)
+// transfers. A layer's pages are formats/kv_page_layout.h's (the harness's cache holds the same
+// bytes): block_size tokens of all its KV heads, keys and values apart.
 // A chunk (chunk_tokens, a multiple of block_size) is the unit the runtime caches. Its device image
 // places transfer groups back to back, so each group moves with one copy:
 //   chunk  : [group 0 region][group 1 region]...
@@ -25,13 +20,11 @@
 #include <vector>
 
 #include "formats/fp8_scales.h"
+#include "formats/kv_page_layout.h"
 #include "formats/kv_pair.h"
-#include "formats/pack.h"
 #include "plan/plan.h"
 
 namespace kvplan {
-
-enum class KvSide : uint8_t { kKey = 0, kValue = 1 };
 
 struct LayoutOptions {
   size_t chunk_tokens = 256;  // tokens per cached chunk; a positive multiple of block_size
@@ -84,31 +77,25 @@ class PlanLayout {
   [[nodiscard]] size_t page_offset(int layer, size_t page, KvSide side) const;
   [[nodiscard]] size_t page_bytes(int layer, KvSide side) const;
 
+  // A layer's pages (formats/kv_page_layout.h).
+  [[nodiscard]] const KvPageLayout& pages(int layer) const;
   // Packs one page of f32 values [block_size, n_kv_heads, head_dim] into `out`
-  // (page_bytes(layer, side) long); FP8 sides use the plan's per-head scales, not
-  // options.fp8_scale. Slot layers are opaque: Error(kUnimplemented).
-  void pack_page(int layer, KvSide side, std::span<const float> values, std::span<uint8_t> out,
-                 const PackOptions& options = {}) const;
-  void unpack_page(int layer, KvSide side, std::span<const uint8_t> packed, std::span<float> values,
-                   const PackOptions& options = {}) const;
+  // (page_bytes(layer, side) long); FP8 sides use the plan's per-head scales. Slot layers are
+  // opaque: Error(kUnimplemented).
+  void pack_page(int layer, KvSide side, std::span<const float> values,
+                 std::span<uint8_t> out) const;
+  void unpack_page(int layer, KvSide side, std::span<const uint8_t> packed,
+                   std::span<float> values) const;
   // Values in one page: block_size * n_kv_heads * head_dim.
   [[nodiscard]] size_t page_values(int layer) const;
 
  private:
-  [[nodiscard]] bool kivi_key(const LayerPageGeometry& g, KvSide side) const;
-  // Checks a pack/unpack call, then visits the page's units in byte order with their options:
-  // rows(format, value_offset, byte_offset, n_rows, options) for per-token rows (all at once, or
-  // one at a time when the side has per-head FP8 scales), channels(format, value_offset,
-  // byte_offset, n_bytes, options) for each (token group, head) of KIVI keys.
-  template <typename RowsFn, typename ChannelsFn>
-  void for_each_unit(int layer, KvSide side, size_t n_values, size_t n_bytes,
-                     const PackOptions& options, RowsFn&& rows, ChannelsFn&& channels) const;
-
   QuantSettings settings_;
   size_t block_size_ = 0;
   size_t chunk_tokens_ = 0;
   size_t chunk_bytes_ = 0;
   std::vector<LayerPageGeometry> layers_;
+  std::vector<KvPageLayout> pages_;
   std::vector<TransferGroup> groups_;
 };
 

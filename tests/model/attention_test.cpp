@@ -1,5 +1,5 @@
-// attend_chunk against a naive f64 causal softmax, over several query blocks, a chunk that starts
-// after cached tokens, sliding windows and grouped-query heads.
+// attend_chunk against a naive f64 causal softmax, over several query blocks and key tiles, a chunk
+// that starts after cached tokens, sliding windows and grouped-query heads.
 #include "model/attention.h"
 
 #include <cmath>
@@ -35,8 +35,8 @@ void expect_matches_naive(const Case& c) {
   const std::vector<float> k = random_values(rng, total * kv_width);
   const std::vector<float> v = random_values(rng, total * kv_width);
   const std::vector<float> q = random_values(rng, c.chunk * q_width);
-  LayerKvCache cache(0, shape.n_kv_heads, shape.head_dim, /*exact=*/true, KvPair::parse("f16/f16"),
-                     QuantSettings{});
+  LayerKvCache cache(0, {shape.n_kv_heads, shape.head_dim, c.window}, /*exact=*/true,
+                     KvPair::parse("f16/f16"), QuantSettings{});
   cache.append(k.data(), v.data(), total, kv_width);
   cache.commit();
   std::vector<float> out(c.chunk * q_width, -1.0f);
@@ -82,6 +82,7 @@ TEST(Attention, PrefillOverSeveralQueryBlocksMatchesNaiveF64) {
 TEST(Attention, ChunkAfterCachedTokensMatchesNaiveF64) {
   expect_matches_naive({.cached = 37, .chunk = 100});
   expect_matches_naive({.cached = 200, .chunk = 1});  // one decode step
+  expect_matches_naive({.cached = 300, .chunk = 150});  // several key tiles and query blocks
 }
 
 TEST(Attention, SlidingWindowSeesOnlyItsKeys) {

@@ -1,0 +1,98 @@
+// The bytes of one layer's KV pages: the one page format of the harness's cache
+// (src/model/kv_cache.h) and of the runtime's chunks (src/runtime/plan_layout.h), so that pages
+// move between them as bytes, never re-quantized.
+//
+// A page holds `block_size` tokens of one layer for all its KV heads, keys and values apart:
+//   per-token K or V page : [block_size tokens][n_kv_heads][packed row of head_dim values]
+//   per-channel K page    : [block_size / group_size token groups][n_kv_heads][head_dim channels]
+//                           [packed row of group_size tokens]   (KIVI keys; plain formats stay
+//                           per token, which packs them the same)
+//   slot page (K only)    : [block_size tokens][n_kv_heads][slot_bytes]   (opaque; V page empty)
+// FP8 and NVFP4 sides take their head's scale (KvHeadScales; 1 where none).
+//
+//   KvPageLayout pages(3, {3, 64, 0}, KvPair::parse("q4_0/q4_0"), {}, settings);
+//   pages.page_bytes(KvSide::kKey);                        // 32 tokens x 3 heads x 18 B = 1728
+//   pages.pack_tokens(KvSide::kKey, page, 0, 8, rows, 192);  // tokens 0..7 of the page
+//   pages.unpack_head(KvSide::kKey, page, 1, 0, 8, out, scratch);  // head 1: [8, 64] f32
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "formats/fp8_scales.h"
+#include "formats/kv_geometry.h"
+#include "formats/kv_pair.h"
+#include "formats/pack.h"
+#include "formats/quant_settings.h"
+
+namespace kvplan {
+
+enum class KvSide : uint8_t { kKey = 0, kValue = 1 };
+
+class KvPageLayout {
+ public:
+  // Throws Error(kInvalidArgument) naming the layer and side when a format cannot pack the layer's
+  // rows, the settings cannot hold it (check_layer_settings), or per-channel keys do not fill a
+  // page with whole groups (block_size a multiple of group_size).
+  KvPageLayout(int layer, const KvLayerGeometry& geometry, const KvPair& pair,
+               KvHeadScales fp8_scales, const QuantSettings& settings);
+
+  [[nodiscard]] int layer() const { return layer_; }
+  [[nodiscard]] int n_kv_heads() const { return n_kv_heads_; }
+  [[nodiscard]] int head_dim() const { return head_dim_; }
+  [[nodiscard]] const KvPair& pair() const { return pair_; }
+  [[nodiscard]] const KvHeadScales& fp8_scales() const { return fp8_scales_; }
+  [[nodiscard]] const QuantSettings& settings() const { return settings_; }
+  [[nodiscard]] size_t block_size() const { return settings_.block_size; }
+  [[nodiscard]] bool is_slot() const { return pair_.is_slot(); }
+  // Keys packed per channel over group_size tokens (KIVI): pack and unpack whole groups.
+  [[nodiscard]] bool keys_per_channel() const { return keys_per_channel_; }
+  [[nodiscard]] size_t page_bytes(KvSide side) const {
+    return side == KvSide::kKey ? key_page_bytes_ : value_page_bytes_;
+  }
+  // Values in one page: block_size * n_kv_heads * head_dim.
+  [[nodiscard]] size_t page_values() const;
+  // Floats unpack_head needs as scratch (a per-channel key group of one head), else 0.
+  [[nodiscard]] size_t unpack_scratch_floats() const;
+
+  // Packs tokens [first, first + n) of a page from f32 rows [n][n_kv_heads * head_dim] that are
+  // `row_stride` floats apart; per-channel keys take whole groups (first and n multiples of
+  // group_size). Slot layers are opaque: Error(kUnimplemented).
+  void pack_tokens(KvSide side, uint8_t* page, size_t first, size_t n, const float* rows,
+                   size_t row_stride) const;
+  // Tokens [first, first + n) of KV head `head` from a page into out [n, head_dim]: bit for bit
+  // the values a pack/unpack round trip of those rows gives. `scratch` holds
+  // unpack_scratch_floats() floats.
+  void unpack_head(KvSide side, const uint8_t* page, int head, size_t first, size_t n, float* out,
+                   std::span<float> scratch) const;
+
+  // A whole page: f32 values [block_size, n_kv_heads, head_dim] <-> page_bytes(side) bytes.
+  // Throws Error(kInvalidArgument) for spans of other sizes.
+  void pack_page(KvSide side, std::span<const float> values, std::span<uint8_t> out) const;
+  void unpack_page(KvSide side, std::span<const uint8_t> packed, std::span<float> values) const;
+
+ private:
+  [[nodiscard]] bool per_channel(KvSide side) const {
+    return side == KvSide::kKey && keys_per_channel_;
+  }
+  [[nodiscard]] Format format(KvSide side) const {
+    return side == KvSide::kKey ? pair_.key : pair_.value;
+  }
+  [[nodiscard]] PackOptions options(KvSide side, int head) const;
+  void require_packable(const char* call) const;
+
+  int layer_;
+  int n_kv_heads_;
+  int head_dim_;
+  KvPair pair_;
+  KvHeadScales fp8_scales_;
+  QuantSettings settings_;
+  bool keys_per_channel_ = false;
+  size_t key_row_bytes_ = 0;    // a per-token key row, or a per-channel (group, head) record
+  size_t value_row_bytes_ = 0;  // a per-token value row
+  size_t key_page_bytes_ = 0;
+  size_t value_page_bytes_ = 0;
+};
+
+}  // namespace kvplan
