@@ -117,10 +117,16 @@ void LayerKvCache::commit() {
   if (due == 0) return;
   pack_into_pages(n_committed_, due);
   const size_t width = row_floats();
-  k_staging_.erase(k_staging_.begin(),
-                   k_staging_.begin() + static_cast<std::ptrdiff_t>(due * width));
-  v_staging_.erase(v_staging_.begin(),
-                   v_staging_.begin() + static_cast<std::ptrdiff_t>(due * width));
+  for (std::vector<float>* staging : {&k_staging_, &v_staging_}) {
+    staging->erase(staging->begin(), staging->begin() + static_cast<std::ptrdiff_t>(due * width));
+    // A long prefill's rows are gone once packed: give their memory back, so that what the cache
+    // holds is its pages (and at most KIVI's residual window).
+    if (staging->empty()) {
+      std::vector<float>().swap(*staging);
+    } else if (staging->capacity() > 2 * staging->size() + 64 * width) {
+      staging->shrink_to_fit();
+    }
+  }
   n_committed_ += due;
 }
 
