@@ -47,6 +47,14 @@ std::optional<uint64_t> physical_memory_bytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
 }
 
+std::optional<uint64_t> resident_memory_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (!(statm >> size >> resident) || page <= 0) return std::nullopt;
+  return resident * static_cast<uint64_t>(page);
+}
+
 std::string available_memory_source() {
   return limit_env() != nullptr ? "KVPLAN_MEMORY_LIMIT" : "MemAvailable";
 }

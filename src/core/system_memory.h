@@ -20,6 +20,10 @@ std::optional<uint64_t> available_memory_bytes();
 // nullopt when unknown.
 std::optional<uint64_t> physical_memory_bytes();
 
+// This process's resident memory now (/proc/self/statm); nullopt when unknown. Benchmarks measure
+// what a structure really holds as the difference of two readings.
+std::optional<uint64_t> resident_memory_bytes();
+
 // Where available_memory_bytes() came from, for messages: "MemAvailable" or "KVPLAN_MEMORY_LIMIT".
 std::string available_memory_source();
 

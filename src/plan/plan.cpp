@@ -270,4 +270,21 @@ void check_plan_matches(const Plan& plan, const KvGeometry& model,
   }
 }
 
+Plan plan_of_pairs(const KvModel& model, const std::vector<KvPair>& pairs,
+                   const QuantSettings& settings, const std::vector<KvHeadScales>& fp8_scales) {
+  if (pairs.size() != static_cast<size_t>(model.geometry.n_layers()) ||
+      (!fp8_scales.empty() && fp8_scales.size() != pairs.size())) {
+    fail(ErrorCode::kInvalidArgument, "{} pairs and {} FP8 scales for a {}-layer model",
+         pairs.size(), fp8_scales.size(), model.geometry.n_layers());
+  }
+  Plan plan;
+  plan.model = model;
+  plan.quantization = settings;
+  for (size_t l = 0; l < pairs.size(); ++l) {
+    plan.layers.push_back(
+        {static_cast<int>(l), 0, pairs[l], fp8_scales.empty() ? KvHeadScales{} : fp8_scales[l]});
+  }
+  return plan;
+}
+
 }  // namespace kvplan

@@ -63,6 +63,12 @@ struct Plan {
 
 PlanSummary summarize_plan(const Plan& plan);
 
+// A plan that only assigns pairs (no search behind it): what a uniform configuration such as
+// q4_0/q4_0 or bf16 is to the runtime, so that every configuration has pages and an identity.
+// `fp8_scales`: one per layer, or empty (scale 1).
+Plan plan_of_pairs(const KvModel& model, const std::vector<KvPair>& pairs,
+                   const QuantSettings& settings, const std::vector<KvHeadScales>& fp8_scales = {});
+
 // Throws Error(kInvalidArgument / kNotFound) naming the file and the field for anything malformed:
 // wrong schema, missing fields, unknown formats, layer count or sizes that disagree.
 Plan plan_from_json(const nlohmann::json& j, const std::string& source);

@@ -61,6 +61,7 @@ namespace {
 
 class HostStandinBackend final : public DeviceBackend {
  public:
+  explicit HostStandinBackend(HostStandinOptions options) : options_(options) {}
   [[nodiscard]] std::string_view name() const override { return kHostStandinBackendName; }
   std::byte* allocate_device(size_t bytes) override {
     if (bytes == 0) return nullptr;
@@ -71,8 +72,16 @@ class HostStandinBackend final : public DeviceBackend {
     return static_cast<std::byte*>(p);
   }
   void free_device(std::byte* p, size_t) override { std::free(p); }
-  std::byte* allocate_pinned(size_t bytes) override { return allocate_locked_pages(bytes); }
-  void free_pinned(std::byte* p, size_t bytes) override { free_locked_pages(p, bytes); }
+  std::byte* allocate_pinned(size_t bytes) override {
+    return options_.lock_host_pages ? allocate_locked_pages(bytes) : allocate_pageable(bytes);
+  }
+  void free_pinned(std::byte* p, size_t bytes) override {
+    if (options_.lock_host_pages) {
+      free_locked_pages(p, bytes);
+    } else if (p != nullptr) {
+      ::munmap(p, bytes);
+    }
+  }
   // Neither side is read again soon after a transfer, so both directions stream past the cache.
   void copy_device_to_host(std::byte* host, const std::byte* device, size_t n) override {
     copy_nontemporal(host, device, n);
@@ -97,6 +106,15 @@ class HostStandinBackend final : public DeviceBackend {
   void wait_fence(const DeviceFence&) override {}
 
  private:
+  static std::byte* allocate_pageable(size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      fail(ErrorCode::kResourceExhausted, "host tier: mmap of {} bytes failed: {}", bytes,
+           std::strerror(errno));
+    }
+    return static_cast<std::byte*>(p);
+  }
   static uint64_t copy_and_checksum(std::byte* dst, const std::byte* src, size_t n,
                                     ChecksumPool& pool) {
     if (pool.threads() == 0) return copy_with_checksum(dst, src, n);
@@ -105,12 +123,14 @@ class HostStandinBackend final : public DeviceBackend {
       fence_nontemporal_stores();
     });
   }
+
+  HostStandinOptions options_;
 };
 
 }  // namespace
 
-std::shared_ptr<DeviceBackend> make_host_standin_backend() {
-  return std::make_shared<HostStandinBackend>();
+std::shared_ptr<DeviceBackend> make_host_standin_backend(HostStandinOptions options) {
+  return std::make_shared<HostStandinBackend>(options);
 }
 
 std::shared_ptr<DeviceBackend> make_default_device_backend() {

@@ -1,9 +1,10 @@
 // The one seam between the runtime and a GPU API. The runtime allocates device memory, page-locked
-// host memory and moves bytes only through DeviceBackend; a HIP (or CUDA, via src/kernels/gpu_compat.h)
-// backend implements it with hipMalloc / hipHostMalloc / hipMemcpyAsync on a dedicated transfer
-// stream and hipEvent fences. Without HIP (KVPLAN_HIP=OFF) the host stand-in below serves: device
-// memory is ordinary host memory, copies are memcpy, fences complete at once — the same interface,
-// so every tier, header and eviction path is exercised on a CPU-only machine.
+// host memory and moves bytes only through DeviceBackend; a HIP (or CUDA, via
+// src/kernels/gpu_compat.h) backend implements it with hipMalloc / hipHostMalloc / hipMemcpyAsync
+// on a dedicated transfer stream and hipEvent fences. Without HIP (KVPLAN_HIP=OFF) the host
+// stand-in below serves: device memory is ordinary host memory, copies are memcpy, fences complete
+// at once — the same interface, so every tier, header and eviction path is exercised on a CPU-only
+// machine.
 //
 //   std::shared_ptr<kvplan::DeviceBackend> b = kvplan::make_default_device_backend();
 //   void* dev = b->allocate_device(1 << 20);
@@ -64,8 +65,15 @@ class DeviceBackend {
 // to tell that "device" memory is ordinary host memory.
 inline constexpr std::string_view kHostStandinBackendName = "host";
 
+struct HostStandinOptions {
+  // Lock the host tier's pages (mlock), as a GPU's DMA needs. A CPU harness serving from host
+  // memory copies the tier with memcpy and may leave it pageable: a choice made by the caller, not
+  // a fallback (RLIMIT_MEMLOCK is often a few MiB).
+  bool lock_host_pages = true;
+};
+
 // Host memory standing in for device memory (a build without GPU support, or no GPU found).
-std::shared_ptr<DeviceBackend> make_host_standin_backend();
+std::shared_ptr<DeviceBackend> make_host_standin_backend(HostStandinOptions options = {});
 // The backend this build and machine provide: GPU 0 when built with HIP (or CUDA) and a device is
 // found (make_gpu_device_backend, gpu_device_backend.h), else the host stand-in; one log line
 // says which.
