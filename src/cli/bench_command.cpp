@@ -360,6 +360,7 @@ void register_bench_command(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Measure kvplan's kernels and KV configurations");
   bench->require_subcommand(1);
   register_bench_kv_command(bench);
+  register_bench_serve_command(bench);
   auto o = std::make_shared<BenchKernelOptions>();
   CLI::App* cmd = bench->add_subcommand(
       "kernels", "Pack / unpack / decode-attention GB/s beside the copy bandwidth of the same run");

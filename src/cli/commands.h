@@ -13,6 +13,8 @@ void register_inspect_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
 // `kvplan bench kv`, under the bench command.
 void register_bench_kv_command(CLI::App* bench);
+// `kvplan bench serve`, under the bench command.
+void register_bench_serve_command(CLI::App* bench);
 void register_profile_command(CLI::App& app);
 void register_search_command(CLI::App& app);
 void register_tune_command(CLI::App& app);

@@ -1,0 +1,251 @@
+#include "serve/serving_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <queue>
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "formats/kv_bytes.h"
+#include "model/next_token_kl.h"
+#include "runtime/plan_layout.h"
+#include "serve/prefix_cache.h"
+
+namespace kvplan::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct Arrival {
+  double at_s = 0;
+  int user = 0;
+  int round = 0;
+  bool operator>(const Arrival& o) const { return at_s != o.at_s ? at_s > o.at_s : user > o.user; }
+};
+
+// A request being served.
+struct Running {
+  size_t record = 0;
+  std::unique_ptr<KvCache> cache;
+  std::vector<int32_t> generated;
+  uint64_t reserved = 0;
+  bool sampled = false;
+  std::vector<Eigen::RowVectorXf> served;  // sampled: each answer position's logits
+};
+
+int32_t greedy(const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
+  Eigen::Index best = 0;
+  logits.maxCoeff(&best);
+  return static_cast<int32_t>(best);
+}
+
+// The device tier stages restores and stores: room for the longest prompt's chunks.
+RuntimeOptions runtime_options(const Plan& plan, const Workload& w, const ServeOptions& o) {
+  const PlanLayout layout(plan, {.chunk_tokens = o.chunk_tokens});
+  size_t longest = 0;
+  for (const Turn& t : w.turns) longest = std::max(longest, t.prompt.size());
+  RuntimeOptions r;
+  r.backend = make_host_standin_backend({.lock_host_pages = false});
+  r.chunk_tokens = o.chunk_tokens;
+  r.device_capacity_bytes = (longest / o.chunk_tokens + 1) * layout.chunk_bytes();
+  r.host_capacity_bytes = std::max<uint64_t>(o.host_memory_bytes, stored_chunk_bytes(layout));
+  r.disk_dir = o.disk_dir;
+  r.disk_capacity_bytes = o.disk_bytes;
+  r.disk_fsync = false;
+  return r;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+// KL(exact || served) and argmax agreement of a sampled request's answer positions: the exact-KV
+// model given the prompt and the served tokens.
+void add_quality(const Transformer& model, const std::vector<int32_t>& prompt, const Running& seq,
+                 ServeResult& r, double& kl_sum, int64_t& top1) {
+  std::vector<int32_t> tokens = prompt;
+  tokens.insert(tokens.end(), seq.generated.begin(), seq.generated.end() - 1);
+  KvCache exact(model.config(), KvCacheOptions::exact_kv());
+  const RowMatrix logits =
+      model.forward(tokens, exact, nullptr, {.logits_from_row = prompt.size() - 1});
+  for (size_t j = 0; j < seq.served.size(); ++j) {
+    const auto p = logits.row(static_cast<Eigen::Index>(j));
+    const LogitSummary ps = summarize_logits(p), qs = summarize_logits(seq.served[j]);
+    kl_sum += next_token_kl(p, ps, seq.served[j], qs);
+    top1 += ps.argmax == qs.argmax;
+    ++r.quality_positions;
+  }
+}
+
+}  // namespace
+
+ServeResult run_serving(const Transformer& model, const Plan& plan, const std::string& label,
+                        const Workload& w, const ServeOptions& o) {
+  const KvGeometry& geometry = plan.model.geometry;
+  const std::vector<KvPair> pairs = plan.pairs();
+  const QuantSettings& settings = plan.quantization;
+  ServeResult r;
+  r.label = label;
+  r.bytes_per_token = kv_bytes_per_token(geometry, pairs, settings);
+  const KvCacheOptions cache = cache_options(plan);
+  PrefixCache prefixes(plan, runtime_options(plan, w, o));
+  const size_t chunk = prefixes.chunk_tokens();
+  const int64_t answer = w.options.answer_tokens;
+
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals;
+  for (int u = 0; u < w.options.users; ++u) arrivals.push({w.user_start_s[u], u, 0});
+  std::deque<size_t> waiting;
+  std::vector<Running> running;
+  uint64_t used = 0;
+  double now = 0, kl_sum = 0;
+  int64_t top1 = 0;
+  int sampled = 0;
+  const auto stopped = [&] { return o.duration_s > 0 && now >= o.duration_s; };
+
+  while (!stopped()) {
+    while (!arrivals.empty() && arrivals.top().at_s <= now) {
+      const Arrival a = arrivals.top();
+      arrivals.pop();
+      RequestRecord rec;
+      rec.user = a.user;
+      rec.round = a.round;
+      rec.arrival_s = a.at_s;
+      rec.prompt_tokens = static_cast<int64_t>(w.turn(a.user, a.round).prompt.size());
+      r.requests.push_back(rec);
+      waiting.push_back(r.requests.size() - 1);
+    }
+    // Admission, first come first served: the head waits until the running ones leave room.
+    while (!waiting.empty() && !stopped()) {
+      RequestRecord& rec = r.requests[waiting.front()];
+      const Turn& turn = w.turn(rec.user, rec.round);
+      const uint64_t need = kv_cache_bytes(geometry, pairs, settings,
+                                           static_cast<int64_t>(turn.prompt.size()) + answer, 1);
+      if (need > o.kv_memory_bytes) {
+        rec.rejected = true;  // the user's conversation ends here
+        waiting.pop_front();
+        continue;
+      }
+      if (used + need > o.kv_memory_bytes) break;
+      waiting.pop_front();
+      Running seq;
+      seq.record = static_cast<size_t>(&rec - r.requests.data());
+      seq.reserved = need;
+      seq.sampled = sampled < o.quality_samples;
+      sampled += seq.sampled;
+      seq.cache = std::make_unique<KvCache>(model.config(), cache);
+      rec.admitted_s = now;
+      const auto start = Clock::now();
+      const PrefixRestore restored = prefixes.restore(turn.prompt, *seq.cache);
+      const RowMatrix logits =
+          prefill_aligned(model, turn.prompt, restored.tokens, *seq.cache, chunk);
+      now += seconds_since(start);
+      rec.restored_tokens = static_cast<int64_t>(restored.tokens);
+      rec.computed_tokens = rec.prompt_tokens - rec.restored_tokens;
+      rec.first_token_s = now;
+      rec.token_s.push_back(now);
+      seq.generated.push_back(greedy(logits.row(0)));
+      if (seq.sampled) seq.served.push_back(logits.row(0));
+      used += need;
+      running.push_back(std::move(seq));
+      r.most_running = std::max(r.most_running, static_cast<int>(running.size()));
+    }
+    if (stopped()) break;
+    if (running.empty()) {
+      if (arrivals.empty()) break;  // (waiting is empty too: its head would have been admitted)
+      now = std::max(now, arrivals.top().at_s);
+      continue;
+    }
+    // One decode step of every running request that still has tokens to generate.
+    std::vector<RowMatrix> inputs;
+    std::vector<Transformer::BatchSequence> batch;
+    std::vector<Running*> stepping;
+    for (Running& seq : running) {
+      if (static_cast<int64_t>(seq.generated.size()) >= answer) continue;
+      inputs.push_back(model.embed(std::span(&seq.generated.back(), 1)));
+      stepping.push_back(&seq);
+    }
+    if (!stepping.empty()) {
+      for (size_t i = 0; i < stepping.size(); ++i) {
+        batch.push_back({&inputs[i], stepping[i]->cache.get(), 0, nullptr});
+      }
+      const auto start = Clock::now();
+      const RowMatrix logits = model.forward_batch_from_layer(0, batch);
+      now += seconds_since(start);
+      for (size_t i = 0; i < stepping.size(); ++i) {
+        Running& seq = *stepping[i];
+        const auto row = logits.row(static_cast<Eigen::Index>(i));
+        seq.generated.push_back(greedy(row));
+        if (seq.sampled) seq.served.push_back(row);
+        r.requests[seq.record].token_s.push_back(now);
+      }
+    }
+    // Finished requests leave: their prompt's chunks are stored, the user comes back later.
+    for (auto it = running.begin(); it != running.end();) {
+      if (static_cast<int64_t>(it->generated.size()) < answer) {
+        ++it;
+        continue;
+      }
+      RequestRecord& rec = r.requests[it->record];
+      const Turn& turn = w.turn(rec.user, rec.round);
+      const auto start = Clock::now();
+      (void)prefixes.store(turn.prompt, *it->cache);
+      now += seconds_since(start);
+      rec.finished_s = now;
+      rec.completed = true;
+      used -= it->reserved;
+      if (it->sampled) add_quality(model, turn.prompt, *it, r, kl_sum, top1);
+      if (rec.round + 1 < w.options.rounds) {
+        arrivals.push({now + w.options.think_time_s, rec.user, rec.round + 1});
+      }
+      it = running.erase(it);
+    }
+  }
+  r.end_s = o.duration_s > 0 ? std::min(now, o.duration_s) : now;
+  r.runtime = prefixes.stats();
+  if (r.quality_positions > 0) {
+    r.served_mean_kl = kl_sum / static_cast<double>(r.quality_positions);
+    r.served_top1 = static_cast<double>(top1) / static_cast<double>(r.quality_positions);
+  }
+  return r;
+}
+
+ServeSummary summarize(const ServeResult& r) {
+  ServeSummary s;
+  std::vector<double> ttft, itl;
+  int64_t generated = 0;
+  for (const RequestRecord& rec : r.requests) {
+    ++s.requests;
+    s.rejected += rec.rejected;
+    s.computed_tokens += rec.computed_tokens;
+    s.restored_tokens += rec.restored_tokens;
+    generated += static_cast<int64_t>(rec.token_s.size());
+    for (size_t i = 1; i < rec.token_s.size(); ++i) {
+      itl.push_back(rec.token_s[i] - rec.token_s[i - 1]);
+    }
+    if (!rec.completed) continue;
+    ++s.completed;
+    ttft.push_back(rec.first_token_s - rec.arrival_s);
+  }
+  s.ttft_p50_s = percentile(ttft, 50);
+  s.ttft_p95_s = percentile(ttft, 95);
+  s.ttft_p99_s = percentile(ttft, 99);
+  double itl_sum = 0;
+  for (const double x : itl) itl_sum += x;
+  s.itl_mean_s = itl.empty() ? 0 : itl_sum / static_cast<double>(itl.size());
+  s.itl_p95_s = percentile(itl, 95);
+  s.decode_tokens_per_s = r.end_s > 0 ? static_cast<double>(generated) / r.end_s : 0;
+  return s;
+}
+
+}  // namespace kvplan::serve
