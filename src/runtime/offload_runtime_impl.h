@@ -107,7 +107,7 @@ struct OffloadRuntime::Impl {
     return host_base + kGuardBytes + static_cast<size_t>(slot) * host_stride;
   }
 
-  // --- The chunk index (chunk_index.cpp); mu held unless said ---
+  // --- The chunk index (chunk_index.cpp; the two LRU helpers here); mu held unless said ---
   static void touch(std::list<uint64_t>& lru, std::list<uint64_t>::iterator& it, bool& in,
                     uint64_t key) {
     if (in) lru.erase(it);
