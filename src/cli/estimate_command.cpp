@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/kv_flags.h"
 #include "core/error.h"
+#include "core/format_bytes.h"
 #include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/model_config.h"
@@ -154,7 +155,7 @@ void run_estimate(const EstimateOptions& o) {
         fmt::format("{:<36} {:>6.2f} {:>10.1f} {:>7.2f}x", e["kv"].get<std::string>(),
                     e["equivalent_bits"].get<double>(), e["bytes_per_token"].get<double>(), ratio);
     for (const nlohmann::json& c : e["contexts"]) {
-      line += fmt::format(" {:>12}", format_bytes(c["bytes"].get<double>()));
+      line += fmt::format(" {:>12}", format_bytes(c["bytes"].get<double>(), 2));
     }
     if (available) line += fmt::format(" {:>14}", e["max_context_per_sequence"].get<int64_t>());
     std::printf("%s\n", line.c_str());
@@ -162,7 +163,7 @@ void run_estimate(const EstimateOptions& o) {
   if (available) {
     std::printf("\n'fits': the longest context per sequence when %lld sequence(s) share %s.\n",
                 static_cast<long long>(o.sequences),
-                format_bytes(static_cast<double>(*available)).c_str());
+                format_bytes(static_cast<double>(*available), 2).c_str());
   }
 }
 

@@ -10,6 +10,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/format_bytes.h"
 #include "core/hash.h"
 #include "core/json_text.h"
 #include "formats/kv_pair.h"
@@ -135,7 +136,7 @@ void run_inspect(const InspectOptions& o) {
   std::printf("embeddings    %s\n",
               c.tied_embeddings ? "tied (output = token_embd)" : "separate output matrix");
   std::printf("parameters    %.2fM in %s\n", static_cast<double>(params) / 1e6,
-              format_bytes(static_cast<double>(bytes)).c_str());
+              format_bytes(static_cast<double>(bytes), 2).c_str());
   std::string types;
   for (const auto& [type, count] : histogram)
     types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", type, count);
