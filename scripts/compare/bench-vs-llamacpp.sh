@@ -4,19 +4,19 @@
 # medians over KVPLAN_BENCH_REPEATS (3) alternating runs of: tokens/s over the chunks (model
 # loading excluded), the ratio kvplan / llama.cpp, wall seconds (loading included) and peak RSS.
 #
-# llama.cpp is a benchmark-only tool here, never a dependency of kvplan: scripts/lib/build-llamacpp.sh
-# builds it once into the cache from the llama.cpp source the PyPI sdist llama-cpp-python==0.3.36
+# llama.cpp is a benchmark-only tool here, never a dependency of kvplan:
+# scripts/compare/build-llamacpp.sh builds it once into the cache from the llama.cpp source the PyPI sdist llama-cpp-python==0.3.36
 # carries (vendor/llama.cpp), verified by the sdist's sha256.
 #
-#   scripts/bench-vs-llamacpp.sh                         # every model present, 16 chunks
-#   KVPLAN_BENCH_CHUNKS=38 KVPLAN_BENCH_THREADS=2 scripts/bench-vs-llamacpp.sh
+#   scripts/compare/bench-vs-llamacpp.sh                 # every model present, 16 chunks
+#   KVPLAN_BENCH_CHUNKS=38 KVPLAN_BENCH_THREADS=2 scripts/compare/bench-vs-llamacpp.sh
 #
 # Environment: KVPLAN_BUILD_DIR (kvplan's build, default build), KVPLAN_CACHE (default
 # ~/.cache/kvplan), KVPLAN_TEST_MODELS (stories260K, default ../shared/models), KVPLAN_TEST_DATA
 # (the text, default ../shared/data), KVPLAN_LLAMACPP_BIN (a directory holding a llama-perplexity
 # already built from that source; skips the download and build).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 cache="${KVPLAN_CACHE:-${HOME}/.cache/kvplan}"
 kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
@@ -26,9 +26,9 @@ chunks="${KVPLAN_BENCH_CHUNKS:-16}"
 repeats="${KVPLAN_BENCH_REPEATS:-3}"
 
 die() { echo "bench-vs-llamacpp: error: $*" >&2; exit 2; }
-# shellcheck source=lib/build-llamacpp.sh
-source scripts/lib/build-llamacpp.sh
-[[ -x "${kvplan}" ]] || die "${kvplan} not built (scripts/build.sh)"
+# shellcheck source=build-llamacpp.sh
+source scripts/compare/build-llamacpp.sh
+[[ -x "${kvplan}" ]] || die "${kvplan} not built (scripts/setup/build.sh)"
 [[ -f "${text}" ]] || die "${text} is missing"
 command -v /usr/bin/time >/dev/null || die "/usr/bin/time is needed (apt-get install time)"
 
@@ -42,7 +42,7 @@ models=("${KVPLAN_TEST_MODELS:-../shared/models}/stories260K.gguf"
 i=0
 for model in "${models[@]}"; do
   if [[ ! -f "${model}" ]]; then
-    echo "bench-vs-llamacpp: ${model} is missing (scripts/fetch-*.sh): left out" >&2
+    echo "bench-vs-llamacpp: ${model} is missing (scripts/models/fetch-*.sh): left out" >&2
     continue
   fi
   # The two tools alternate, so a slow spell of the machine hits both; the table takes medians.

@@ -10,13 +10,13 @@
 #            ASan+UBSan build of only the unit-test binaries of core, formats, plan and runtime and
 #            the fuzz replays of every parser, run directly (no CLI, search, report or model runs)
 #
-#   scripts/sanitize.sh            # thread + address
-#   scripts/sanitize.sh thread     # one of: thread, address, ci
+#   scripts/ci/sanitize.sh            # thread + address
+#   scripts/ci/sanitize.sh thread     # one of: thread, address, ci
 #
 # Environment: KVPLAN_JOBS (build and test jobs, default nproc), KVPLAN_SANITIZE_TESTS (a ctest -R
 # regex to run fewer tests), CMAKE_CXX_COMPILER_LAUNCHER (e.g. ccache).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 jobs="${KVPLAN_JOBS:-$(nproc)}"
 # The end-to-end model runs (SmolLM2 profiling/eval/greedy text, stories260K eval, tune) take
 # 5-50 s each in a Release build, minutes under ASan, and reach no code the faster tests miss.

@@ -4,9 +4,9 @@
 # a table of executions, coverage (cov: edges, ft: features) and corpus size per target. Not part of
 # the default CI (the replay tests there feed the saved corpus and crashers through the same code).
 #
-#   scripts/fuzz.sh                          # every target, 60 s each
-#   scripts/fuzz.sh plan config --runs 1000000
-#   scripts/fuzz.sh gguf --seconds 600
+#   scripts/ci/fuzz.sh                          # every target, 60 s each
+#   scripts/ci/fuzz.sh plan config --runs 1000000
+#   scripts/ci/fuzz.sh gguf --seconds 600
 #
 # New interesting inputs go to build-fuzz/corpus/<target>/ (seeded from tests/fuzz/corpus/); a
 # finding (crash, leak, timeout, allocation over the limits below) is saved in
@@ -14,7 +14,7 @@
 # tests/fuzz/regressions/<target>/ so the replay test keeps it fixed.
 # Environment: KVPLAN_FUZZ_CXX (default clang++-14), KVPLAN_JOBS (build jobs, default 2).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 all_targets=(gguf safetensors config tokenizer plan profile stored_object)
 targets=()
 bound=(-max_total_time=60)

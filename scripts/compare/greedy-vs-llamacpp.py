@@ -8,8 +8,8 @@ step's top 5. The divergence is the first step whose kvplan token text stops bei
 llama.cpp's remaining output; llama.cpp's token there is the top-5 entry whose text continues that
 output (the longest such), or "not in kvplan's top 5".
 
-Called by scripts/greedy-vs-llamacpp.sh (which builds llama-simple); by hand:
-    scripts/greedy_vs_llamacpp.py --kvplan build/kvplan --llama-simple <bin>/llama-simple \\
+Called by scripts/compare/greedy-vs-llamacpp.sh (which builds llama-simple); by hand:
+    scripts/compare/greedy-vs-llamacpp.py --kvplan build/kvplan --llama-simple <bin>/llama-simple \\
         --model gemma-3-270m-q4_k_m.gguf --tokens 20 "Once upon a time"
 """
 import argparse

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The harness on a model of Llama-3.1-8B's size and layout: writes (once, into the cache) a GGUF of
-# random Q4_K weights with that shape (scripts/synthetic_gguf.py, gguf-py from PyPI in a venv of its
-# own), then runs kvplan_bench_forward on it: a prefill of KVPLAN_BENCH_CTX (512) tokens and a few
+# random Q4_K weights with that shape (scripts/fixtures/synthetic-gguf.py, gguf-py from PyPI in a
+# venv of its own), then runs kvplan_bench_forward on it: a prefill of KVPLAN_BENCH_CTX (512) tokens and a few
 # decoded ones, printing tokens/s beside an Eigen GEMM rate and memcpy bandwidth measured in the
 # same run, and the peak resident memory beside the size of the weights as stored.
 #
-#   scripts/bench-synthetic-8b.sh
-#   KVPLAN_BENCH_THREADS=2 KVPLAN_BENCH_CTX=512 scripts/bench-synthetic-8b.sh
+#   scripts/compare/bench-synthetic-8b.sh
+#   KVPLAN_BENCH_THREADS=2 KVPLAN_BENCH_CTX=512 scripts/compare/bench-synthetic-8b.sh
 #
 # Environment: KVPLAN_BUILD_DIR (default build), KVPLAN_CACHE (default ~/.cache/kvplan). Needs
 # about 4.7 GB of disk for the model and python3 with venv. The weights are random: the model's
 # tokens mean nothing, only its size and shapes are real.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 cache="${KVPLAN_CACHE:-${HOME}/.cache/kvplan}"
 bench="${KVPLAN_BUILD_DIR:-build}/tests/model/kvplan_bench_forward"
@@ -23,7 +23,7 @@ venv="${cache}/gguf-venv"
 gguf_py_version="0.19.0"
 
 die() { echo "bench-synthetic-8b: error: $*" >&2; exit 2; }
-[[ -x "${bench}" ]] || die "${bench} not built (scripts/build.sh)"
+[[ -x "${bench}" ]] || die "${bench} not built (scripts/setup/build.sh)"
 
 if [[ ! -f "${model}" ]]; then
   mkdir -p "${cache}"
@@ -32,7 +32,7 @@ if [[ ! -f "${model}" ]]; then
     "${venv}/bin/pip" install --quiet "gguf==${gguf_py_version}" || die "pip install gguf failed"
   fi
   echo "bench-synthetic-8b: writing ${model} (random Q4_K weights, about 4.7 GB)" >&2
-  "${venv}/bin/python" scripts/synthetic_gguf.py "${model}.partial"
+  "${venv}/bin/python" scripts/fixtures/synthetic-gguf.py "${model}.partial"
   mv "${model}.partial" "${model}"
 fi
 

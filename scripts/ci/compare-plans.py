@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Compares a regenerated plan.json with the committed one (scripts/regenerate-reports.sh --check).
+"""Compares a regenerated plan.json with the committed one
+(scripts/ci/regenerate-references.sh --check).
 
-  scripts/compare-plans.py COMMITTED.json REGENERATED.json [--kl-tolerance 0.001]
+  scripts/ci/compare-plans.py COMMITTED.json REGENERATED.json [--kl-tolerance 0.001]
 
 The plans agree when the model, the quantization settings and every layer's key and value formats
 are identical, and every measured mean KL (the plan's, each uniform baseline's and both at each long

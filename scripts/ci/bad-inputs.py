@@ -3,8 +3,8 @@
 what is wrong, the exact error line kvplan prints, and its exit code. With --check it also fails
 (exit 1) unless every case exits with 2 and prints exactly one line on stderr (ARCHITECTURE §7).
 
-  scripts/bad-inputs.py --kvplan build/kvplan > /tmp/table.md     # regenerate the table
-  scripts/bad-inputs.py --kvplan build/kvplan --check              # the ctest
+  scripts/ci/bad-inputs.py --kvplan build/kvplan > /tmp/table.md     # regenerate the table
+  scripts/ci/bad-inputs.py --kvplan build/kvplan --check              # the ctest
 
 The inputs are written to a temporary directory from scratch (a tiny valid model in GGUF and in
 safetensors form, then one defect at a time), so the table does not depend on downloaded models.
@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # ---- GGUF -------------------------------------------------------------------------------------
