@@ -3,7 +3,7 @@
 # job (afterok on the whole array) joins the shards into profile.json.
 #
 #   MODEL=/models/Llama-3.1-8B-Instruct OUT=/shared/profiles/llama8b N=16 \
-#     bash docs/slurm-profile-array.sh
+#     bash docs/deploy/slurm-profile-array.sh
 #
 # Every task must see the same model file, calibration file and options (the merge refuses shards
 # whose model fingerprint, calibration hash or settings differ). Extra profile options go in
