@@ -371,7 +371,7 @@ TEST_F(StoriesProfile, BadOptionsAreRefused) {
 
 TEST(ProfilerSmolLM2, MonotonicAndKeysMoreSensitiveOnSampledLayers) {
   const auto path = test::smollm2_path();
-  KVPLAN_NEED_FILE(path, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
+  KVPLAN_NEED_FILE(path, "run scripts/models/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   const auto m = load(path);
   const CalibrationSet cal = load_calibration(kDefaultSet, *m->tokenizer, m->weights.config,
                                               {.max_tokens = 48, .num_prompts = 4});
