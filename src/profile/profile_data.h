@@ -1,5 +1,6 @@
-// profile.json (schema "kvplan.profile/v1"): per layer and candidate (key, value) pair, the bytes
-// per token, nominal bits and KVTuner's sensitivity metrics (metrics.h) — the input of the search.
+// profile.json (schema "kvplan.profile/v2"; v1 files still load): per layer and candidate (key,
+// value) pair, the bytes per token, nominal bits and KVTuner's sensitivity metrics (metrics.h) —
+// the input of the search.
 //
 // Layout (keys in this order; floats in nlohmann's shortest round-trip form, so the same numbers
 // give the same bytes):
