@@ -1,4 +1,5 @@
-# Every dependency is a Debian 12 package installed by scripts/install-deps.sh; nothing is fetched.
+# Every dependency is a Debian 12 package installed by scripts/setup/install-deps.sh; nothing is
+# fetched.
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)

@@ -4,7 +4,7 @@ option(KVPLAN_NATIVE "Optimise for the build machine's CPU (like llama.cpp's GGM
 option(KVPLAN_BUILD_TESTS "Build GoogleTest tests" ON)
 option(KVPLAN_BUILD_BENCHMARKS "Build Google Benchmark programs" ON)
 set(KVPLAN_SANITIZE "" CACHE STRING "Sanitizers: '', 'address;undefined' or 'thread'")
-# libFuzzer targets in tests/fuzz (clang only; scripts/fuzz.sh): the libraries are compiled with
+# libFuzzer targets in tests/fuzz (clang only; scripts/ci/fuzz.sh): the libraries are compiled with
 # -fsanitize=fuzzer-no-link,address,undefined and each target links -fsanitize=fuzzer.
 option(KVPLAN_FUZZ "Build tests/fuzz as libFuzzer targets instead of replay tests (clang)" OFF)
 set(KVPLAN_HIP "OFF" CACHE STRING "GPU backend: OFF, AMD (hipcc) or NVIDIA (nvcc through src/kernels/gpu_compat.h)")

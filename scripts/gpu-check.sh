@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check for a machine with an NVIDIA GPU: builds the NVIDIA path (nvcc through
 # src/kernels/gpu_compat.h) into its own build dir, runs the GPU kernel tests and the kernel benchmark,
-# and prints a short table. Needs the packages of scripts/install-deps.sh plus a CUDA toolkit.
+# and prints a short table. Needs the packages of scripts/setup/install-deps.sh plus a CUDA toolkit.
 #
 #   scripts/gpu-check.sh                      # build-cuda, architecture from nvidia-smi (else 90)
 #   CUDA_ARCH=90 KVPLAN_GPU_BUILD_DIR=/tmp/b scripts/gpu-check.sh

@@ -10,9 +10,9 @@
 #   KVPLAN_BUDGET_BITS=4 scripts/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
-scripts/fetch-smollm2.sh
+scripts/setup/install-deps.sh
+scripts/setup/build.sh
+scripts/models/fetch-smollm2.sh
 model="${KVPLAN_CACHE:-${HOME}/.cache/kvplan}/SmolLM2-135M-Instruct.Q4_1.gguf"
 out="${KVPLAN_OUT:-out/smollm2-135m}"
 mkdir -p "${out}"

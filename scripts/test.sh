@@ -9,9 +9,9 @@
 #   KVPLAN_REQUIRE_MODELS=1 scripts/test.sh   # CI: missing models fail
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
-for fetch in fetch-smollm2 fetch-gemma3; do
+scripts/setup/install-deps.sh
+scripts/setup/build.sh
+for fetch in models/fetch-smollm2 models/fetch-gemma3; do
   if ! "scripts/${fetch}.sh"; then
     if [[ "${KVPLAN_REQUIRE_MODELS:-0}" == 1 ]]; then
       echo "test: scripts/${fetch}.sh failed and KVPLAN_REQUIRE_MODELS=1: failing" >&2
@@ -31,11 +31,11 @@ cmake --build "${hip_dir}" -j "$(nproc)" --target kvplan_kernels_test kvplan_gpu
 "${hip_dir}/tests/gpu/kvplan_gpu_test" --gtest_brief=1
 ctest --test-dir "${build_dir}" --output-on-failure -j "$(nproc)" --timeout 900
 # Sanitizers on every run: TSan over the runtime tests, ASan+UBSan over the core, formats, plan
-# and runtime unit tests and the fuzz replays of every parser (scripts/sanitize.sh ci). The full
+# and runtime unit tests and the fuzz replays of every parser (scripts/ci/sanitize.sh ci). The full
 # ASan+UBSan build of every unit test roughly doubles the run time on 2 cores, so it is opt-in:
 # KVPLAN_CI_SANITIZE=1 (docs/fuzzing.md has the measurements).
 if [[ "${KVPLAN_CI_SANITIZE:-0}" == 1 ]]; then
-  scripts/sanitize.sh all
+  scripts/ci/sanitize.sh all
 else
-  scripts/sanitize.sh ci
+  scripts/ci/sanitize.sh ci
 fi

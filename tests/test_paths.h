@@ -23,7 +23,7 @@ inline std::filesystem::path data_dir() {
   return KVPLAN_TEST_DATA_DEFAULT;
 }
 
-// SmolLM2-135M-Instruct.Q4_1.gguf as fetched by scripts/fetch-smollm2.sh into the cache
+// SmolLM2-135M-Instruct.Q4_1.gguf as fetched by scripts/models/fetch-smollm2.sh into the cache
 // ($KVPLAN_CACHE, default ~/.cache/kvplan).
 inline std::filesystem::path smollm2_path() {
   std::filesystem::path cache;
@@ -35,7 +35,7 @@ inline std::filesystem::path smollm2_path() {
   return cache / "SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
-// gemma-3-270m-q4_k_m.gguf as fetched by scripts/fetch-gemma3.sh into the same cache.
+// gemma-3-270m-q4_k_m.gguf as fetched by scripts/models/fetch-gemma3.sh into the same cache.
 inline std::filesystem::path gemma3_path() {
   return smollm2_path().parent_path() / "gemma-3-270m-q4_k_m.gguf";
 }
@@ -50,7 +50,7 @@ inline bool models_required() {
 
 // In a TEST body or a fixture's SetUp: returns from it, skipped (failed under
 // KVPLAN_REQUIRE_MODELS=1), when `needed_path` does not exist; `hint` says how to get the file.
-//   KVPLAN_NEED_FILE(kvplan::test::smollm2_path(), "run scripts/fetch-smollm2.sh");
+//   KVPLAN_NEED_FILE(kvplan::test::smollm2_path(), "run scripts/models/fetch-smollm2.sh");
 // A macro because GTEST_SKIP and GTEST_FAIL return from the function that uses them.
 #define KVPLAN_NEED_FILE(needed_path, hint)                                                    \
   if (const std::filesystem::path kvplan_needed_file_ = (needed_path);                         \

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "core/format_bytes.h"
 #include "cli/commands.h"
 #include "cli/kv_flags.h"
 #include "core/error.h"
@@ -105,9 +106,9 @@ void print_text(const std::string& model, const std::string& text, const BenchKv
     for (const serve::KvMemoryRow& m : r.memory) {
       std::printf(
           "%-24s %9lld %12s %12s %12s %9.3f\n", r.label.c_str(), static_cast<long long>(m.tokens),
-          format_bytes(static_cast<double>(m.estimate_bytes)).c_str(),
-          format_bytes(static_cast<double>(m.held_bytes)).c_str(),
-          format_bytes(static_cast<double>(m.resident_bytes)).c_str(), resident_over_estimate(m));
+          format_bytes(static_cast<double>(m.estimate_bytes), 2).c_str(),
+          format_bytes(static_cast<double>(m.held_bytes), 2).c_str(),
+          format_bytes(static_cast<double>(m.resident_bytes), 2).c_str(), resident_over_estimate(m));
     }
   }
   const serve::KvSpeedRow& first = results.front().speed;

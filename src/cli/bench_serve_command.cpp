@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "core/format_bytes.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/json_text.h"
@@ -156,7 +157,7 @@ void print_text(const std::string& model, const serve::WorkloadOptions& w,
     std::printf(
         "%-22s %10s %9.0f %3d/%-2d %8.2fs %8.2fs %8.2fs %8.1f %9.2f %10lld %10lld %6llu %6llu "
         "%9.5f %6.1f%%\n",
-        r.label.c_str(), format_bytes(static_cast<double>(row.kv_memory)).c_str(),
+        r.label.c_str(), format_bytes(static_cast<double>(row.kv_memory), 2).c_str(),
         r.bytes_per_token, s.completed, s.requests, s.ttft_p50_s, s.ttft_p95_s, s.ttft_p99_s,
         1000 * s.itl_mean_s, s.decode_tokens_per_s, static_cast<long long>(s.computed_tokens),
         static_cast<long long>(s.restored_tokens),
@@ -193,7 +194,7 @@ void run_bench_serve(const BenchServeOptions& o) {
   for (const uint64_t memory : memories) {
     for (const Config& c : configs) {
       spdlog::info("bench serve: {} at {} of KV memory", c.label,
-                   format_bytes(static_cast<double>(memory)));
+                   format_bytes(static_cast<double>(memory), 2));
       serving.kv_memory_bytes = memory;
       // A fresh disk directory per run: no run starts from another's stored chunks.
       if (!o.disk.empty()) {

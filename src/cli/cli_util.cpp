@@ -79,17 +79,6 @@ uint64_t parse_byte_size(std::string_view text, std::string_view option) {
   return static_cast<uint64_t>(std::llround(value * multiplier));
 }
 
-std::string format_bytes(double bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int unit = 0;
-  while (bytes >= 1024.0 && unit < 5) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  if (unit == 0) return fmt::format("{:.0f} B", bytes);
-  return fmt::format("{:.2f} {}", bytes, kUnits[unit]);
-}
-
 std::filesystem::path config_dir() {
   if (const char* env = std::getenv("KVPLAN_CONFIG_DIR"); env != nullptr && *env != '\0') {
     return env;

@@ -1,5 +1,5 @@
-// Helpers shared by the subcommands: parsing human sizes and token counts, formatting bytes, and
-// locating the configs/ directory.
+// Helpers shared by the subcommands: parsing human sizes and token counts, and locating the
+// configs/ directory. Byte counts print with core/format_bytes.h.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +14,6 @@ int64_t parse_token_count(std::string_view text, std::string_view option);
 
 // "80GiB", "141GB", "512MiB", "1e9", "24G" (G/M/K alone mean GiB/MiB/KiB) -> bytes.
 uint64_t parse_byte_size(std::string_view text, std::string_view option);
-
-// "4.00 GiB", "136 B", "68.0 KiB".
-std::string format_bytes(double bytes);
 
 // configs/ of this checkout: $KVPLAN_CONFIG_DIR, else the source tree the binary was built from.
 std::filesystem::path config_dir();

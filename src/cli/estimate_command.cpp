@@ -1,6 +1,5 @@
 // kvplan estimate: KV-cache memory for a model at given contexts, formats and sequence counts.
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,11 +11,11 @@
 #include "cli/commands.h"
 #include "cli/kv_flags.h"
 #include "core/error.h"
+#include "core/format_bytes.h"
 #include "core/json_text.h"
+#include "formats/kv_memory_estimate.h"
 #include "formats/kv_pair.h"
 #include "model/model_config.h"
-#include "formats/kv_bytes.h"
-#include "plan/plan.h"
 
 namespace kvplan::cli {
 namespace {
@@ -34,40 +33,46 @@ struct EstimateOptions {
 const char* kDefaultPairs[] = {"KV16",      "q8_0/q8_0", "KV8",  "K8V4",
                                "q4_0/q4_0", "KV4",       "K4V2", "KV2"};
 
-bool fits_model(const KvGeometry& g, const KvPair& pair, const QuantSettings& s) {
-  try {
-    for (int l = 0; l < g.n_layers(); ++l) (void)layer_bytes_per_token(g.layers[l], pair, s, l);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+struct EstimateRow {
+  std::string kv;  // the choice's label: "K8V4", "plan:plan.json"
+  KvMemoryEstimate memory;
+};
 
-void run_estimate(const EstimateOptions& o) {
-  ModelConfig config = load_model_config(o.model, config_dir() / "models");
-  const KvGeometry geometry = kv_geometry(config);
+struct EstimateResult {
+  ModelConfig config;
+  int n_layers = 0;
+  QuantSettings settings;
+  KvMemoryQuestion question;
+  std::vector<EstimateRow> rows;
+};
+
+EstimateResult estimate(const EstimateOptions& o) {
+  EstimateResult r;
+  r.config = load_model_config(o.model, config_dir() / "models");
+  const KvGeometry geometry = kv_geometry(r.config);
   QuantSettings defaults;
   defaults.block_size = 1;  // exact token counts unless a plan or --block-size says otherwise
-  const ResolvedKv kv = resolve_kv_flags(o.kv, geometry, config.source, defaults);
-  const QuantSettings& settings = kv.settings;
+  const ResolvedKv kv = resolve_kv_flags(o.kv, geometry, r.config.source, defaults);
+  r.settings = kv.settings;
   if (o.sequences <= 0) {
     fail(ErrorCode::kInvalidArgument, "--sequences {}: expected a positive number", o.sequences);
   }
-  std::vector<int64_t> contexts;
-  for (const std::string& c : o.contexts) contexts.push_back(parse_token_count(c, "--context"));
+  for (const std::string& c : o.contexts) {
+    r.question.contexts.push_back(parse_token_count(c, "--context"));
+  }
+  r.question.sequences = o.sequences;
 
-  const int n = geometry.n_layers();
+  r.n_layers = geometry.n_layers();
   std::vector<KvChoice> candidates = kv.choices;
   if (candidates.empty()) {
     for (const char* name : kDefaultPairs) {
       const KvPair pair = KvPair::parse(name);
-      if (fits_model(geometry, pair, settings)) {
-        candidates.push_back({pair.name(), std::vector<KvPair>(n, pair)});
+      if (pair_fits_every_layer(geometry, pair, r.settings)) {
+        candidates.push_back({pair.name(), std::vector<KvPair>(r.n_layers, pair)});
       }
     }
   }
 
-  std::optional<uint64_t> available;
   if (!o.gpu_memory.empty()) {
     const uint64_t gpu = parse_byte_size(o.gpu_memory, "--gpu-memory");
     const uint64_t weights =
@@ -76,60 +81,60 @@ void run_estimate(const EstimateOptions& o) {
       fail(ErrorCode::kInvalidArgument, "--weights-bytes {} leaves nothing of --gpu-memory {}",
            o.weights_bytes, o.gpu_memory);
     }
-    available = gpu - weights;
+    r.question.available_bytes = gpu - weights;
   } else if (!o.weights_bytes.empty()) {
     fail(ErrorCode::kInvalidArgument, "--weights-bytes needs --gpu-memory");
   }
 
-  const std::vector<KvPair> bf16(n, KvPair::parse("KV16"));
-  QuantSettings bf16_settings = settings;
-  bf16_settings.mode = QuantMode::kPerToken;
+  for (const KvChoice& c : candidates) {
+    r.rows.push_back({c.label, estimate_kv_memory(geometry, c.pairs, r.settings, r.question)});
+  }
+  return r;
+}
+
+nlohmann::json to_json(const EstimateResult& r) {
+  const ModelConfig& config = r.config;
   nlohmann::json out;
   out["model"] = {{"name", config.name},
                   {"source", config.source},
                   {"architecture", config.architecture},
-                  {"num_layers", n},
+                  {"num_layers", r.n_layers},
                   {"num_kv_heads", config.n_kv_heads},
                   {"head_dim", config.head_dim},
                   {"sliding_window", config.sliding_window}};
-  out["quantization"] = {{"mode", quant_mode_name(settings.mode)},
-                         {"group_size", settings.group_size},
-                         {"residual_length", settings.residual_length},
-                         {"block_size", settings.block_size}};
-  out["sequences"] = o.sequences;
-  if (available) out["available_bytes"] = *available;
+  out["quantization"] = {{"mode", quant_mode_name(r.settings.mode)},
+                         {"group_size", r.settings.group_size},
+                         {"residual_length", r.settings.residual_length},
+                         {"block_size", r.settings.block_size}};
+  out["sequences"] = r.question.sequences;
+  if (r.question.available_bytes) out["available_bytes"] = *r.question.available_bytes;
   out["estimates"] = nlohmann::json::array();
-  for (const KvChoice& c : candidates) {
+  for (const EstimateRow& row : r.rows) {
+    const KvMemoryEstimate& m = row.memory;
     nlohmann::json e;
-    e["kv"] = c.label;
-    e["bytes_per_token"] = kv_bytes_per_token(geometry, c.pairs, settings);
-    double bits = 0;
-    for (int l = 0; l < n; ++l) bits += c.pairs[l].nominal_bits(geometry.layers[l].head_dim);
-    e["equivalent_bits"] = bits / n;
+    e["kv"] = row.kv;
+    e["bytes_per_token"] = m.bytes_per_token;
+    e["equivalent_bits"] = m.equivalent_bits;
     e["contexts"] = nlohmann::json::array();
-    for (int64_t t : contexts) {
-      const uint64_t bytes = kv_cache_bytes(geometry, c.pairs, settings, t, o.sequences);
-      const uint64_t ref = kv_cache_bytes(geometry, bf16, bf16_settings, t, o.sequences);
-      e["contexts"].push_back(
-          {{"context", t},
-           {"bytes", bytes},
-           {"bf16_bytes", ref},
-           {"compression_vs_bf16",
-            bytes ? static_cast<double>(ref) / static_cast<double>(bytes) : 0.0}});
+    for (const KvContextBytes& c : m.contexts) {
+      e["contexts"].push_back({{"context", c.context},
+                               {"bytes", c.bytes},
+                               {"bf16_bytes", c.bf16_bytes},
+                               {"compression_vs_bf16", c.compression_vs_bf16()}});
     }
-    if (available) {
-      const int64_t tokens =
-          max_tokens_that_fit(geometry, c.pairs, settings, *available, o.sequences);
-      e["max_context_per_sequence"] = tokens;
-      e["max_total_tokens"] = tokens * o.sequences;
+    if (m.max_context_per_sequence) {
+      e["max_context_per_sequence"] = *m.max_context_per_sequence;
+      e["max_total_tokens"] = *m.max_context_per_sequence * r.question.sequences;
     }
     out["estimates"].push_back(e);
   }
+  return out;
+}
 
-  if (o.json) {
-    std::printf("%s\n", json_text(out, 2).c_str());
-    return;
-  }
+void print_text(const EstimateResult& r) {
+  const ModelConfig& config = r.config;
+  const int n = r.n_layers;
+  const std::optional<uint64_t>& available = r.question.available_bytes;
   std::string windows = "none";
   int n_sliding = 0;
   for (int l = 0; l < n; ++l) {
@@ -141,28 +146,36 @@ void run_estimate(const EstimateOptions& o) {
   std::printf("geometry  %d layers, %d KV heads, head_dim %d, sliding window: %s\n", n,
               config.n_kv_heads.front(), config.head_dim, windows.c_str());
   std::printf("settings  mode %s, group %zu, page %zu tokens, %lld sequence(s)\n\n",
-              std::string(quant_mode_name(settings.mode)).c_str(), settings.group_size,
-              settings.block_size, static_cast<long long>(o.sequences));
+              std::string(quant_mode_name(r.settings.mode)).c_str(), r.settings.group_size,
+              r.settings.block_size, static_cast<long long>(r.question.sequences));
   std::string header = fmt::format("{:<36} {:>6} {:>10} {:>8}", "KV", "bits", "B/token", "vs bf16");
-  for (int64_t t : contexts) header += fmt::format(" {:>12}", fmt::format("T={}", t));
+  for (int64_t t : r.question.contexts) header += fmt::format(" {:>12}", fmt::format("T={}", t));
   if (available) header += fmt::format(" {:>14}", "fits (tokens)");
   std::printf("%s\n", header.c_str());
-  for (const nlohmann::json& e : out["estimates"]) {
-    const double ratio =
-        e["contexts"].empty() ? 0.0 : e["contexts"][0]["compression_vs_bf16"].get<double>();
-    std::string line =
-        fmt::format("{:<36} {:>6.2f} {:>10.1f} {:>7.2f}x", e["kv"].get<std::string>(),
-                    e["equivalent_bits"].get<double>(), e["bytes_per_token"].get<double>(), ratio);
-    for (const nlohmann::json& c : e["contexts"]) {
-      line += fmt::format(" {:>12}", format_bytes(c["bytes"].get<double>()));
+  for (const EstimateRow& row : r.rows) {
+    const KvMemoryEstimate& m = row.memory;
+    const double ratio = m.contexts.empty() ? 0.0 : m.contexts[0].compression_vs_bf16();
+    std::string line = fmt::format("{:<36} {:>6.2f} {:>10.1f} {:>7.2f}x", row.kv, m.equivalent_bits,
+                                   m.bytes_per_token, ratio);
+    for (const KvContextBytes& c : m.contexts) {
+      line += fmt::format(" {:>12}", format_bytes(static_cast<double>(c.bytes), 2));
     }
-    if (available) line += fmt::format(" {:>14}", e["max_context_per_sequence"].get<int64_t>());
+    if (m.max_context_per_sequence) line += fmt::format(" {:>14}", *m.max_context_per_sequence);
     std::printf("%s\n", line.c_str());
   }
   if (available) {
     std::printf("\n'fits': the longest context per sequence when %lld sequence(s) share %s.\n",
-                static_cast<long long>(o.sequences),
-                format_bytes(static_cast<double>(*available)).c_str());
+                static_cast<long long>(r.question.sequences),
+                format_bytes(static_cast<double>(*available), 2).c_str());
+  }
+}
+
+void run_estimate(const EstimateOptions& o) {
+  const EstimateResult result = estimate(o);
+  if (o.json) {
+    std::printf("%s\n", json_text(to_json(result), 2).c_str());
+  } else {
+    print_text(result);
   }
 }
 

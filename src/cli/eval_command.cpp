@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
+#include "core/json_fields.h"
 #include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/eval.h"
@@ -38,7 +41,8 @@ struct EvalCommandOptions {
   bool json = false;
 };
 
-// Prompts: one per line; a line starting with '{' is JSON with a "text" or "prompt" field.
+// Prompts: one per line; a line starting with '{' is JSON with a "text" or "prompt" string field
+// ("text" when both are there).
 std::vector<std::string> read_prompts(const std::string& path) {
   const std::string text = read_text_file(path);
   std::vector<std::string> prompts;
@@ -50,16 +54,15 @@ std::vector<std::string> read_prompts(const std::string& path) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!line.empty() && line.front() == '{') {
-      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
-        fail(ErrorCode::kInvalidArgument, "{}:{}: not a JSON object", path, line_no);
+      const std::string source = fmt::format("{}:{}", path, line_no);
+      const nlohmann::json j = parse_json_text(line, source);
+      const JsonFields fields(j, source);
+      if (!j.contains("text") && !j.contains("prompt")) {
+        fields.invalid(R"(expected a string field "text" or "prompt")");
       }
-      const char* key = j.contains("text") ? "text" : "prompt";
-      if (!j.contains(key) || !j[key].is_string()) {
-        fail(ErrorCode::kInvalidArgument, "{}:{}: expected a string field \"text\" or \"prompt\"",
-             path, line_no);
-      }
-      line = j[key].get<std::string>();
+      // A present "text" is the prompt even when it is not a string (null included): refused, not
+      // passed over for "prompt".
+      line = fields.string(j.contains("text") ? "text" : "prompt");
     }
     if (!line.empty()) prompts.push_back(line);
     start = end + 1;
@@ -69,13 +72,23 @@ std::vector<std::string> read_prompts(const std::string& path) {
   return prompts;
 }
 
+// The KV cache an evaluation ran with, as its result records it.
+struct KvCacheDescription {
+  std::optional<std::string> plan;        // --plan's path
+  std::optional<std::string> fp8_scales;  // when a layer stores FP8: "plan" or "1 (uncalibrated)"
+  std::string kv;                         // KvCacheOptions::describe(): "K8V4", "mixed (30 layers)"
+  QuantSettings settings;
+  bool any_kivi = false;  // a layer runs KIVI: its residual length is recorded
+  bool chunk_attends_quantized = true;
+};
+
 KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config,
-                          nlohmann::json& described) {
+                          KvCacheDescription& described) {
   const ResolvedKv resolved = resolve_kv_flags(o.kv, kv_geometry(config), config.source, {});
   if (resolved.choices.size() > 1) {
     fail(ErrorCode::kInvalidArgument, "--plan, --kv and --k-format/--v-format are alternatives");
   }
-  if (resolved.plan) described["plan"] = o.kv.plan_path;
+  if (resolved.plan) described.plan = o.kv.plan_path;
   const QuantSettings& settings = resolved.settings;
   std::vector<KvPair> pairs =
       resolved.choices.empty() ? std::vector<KvPair>{} : resolved.choices.front().pairs;
@@ -87,15 +100,25 @@ KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config
   const bool any_fp8 = std::any_of(kv.pairs.begin(), kv.pairs.end(), [](const KvPair& p) {
     return p.key.has_tensor_scale() || p.value.has_tensor_scale();
   });
-  if (any_fp8) described["fp8_scales"] = kv.fp8_scales.empty() ? "1 (uncalibrated)" : "plan";
-  described["kv"] = kv.describe();
-  described["mode"] = quant_mode_name(settings.mode);
-  described["group_size"] = settings.group_size;
-  const bool any_kivi = std::any_of(kv.pairs.begin(), kv.pairs.end(),
-                                    [&](const KvPair& p) { return layer_runs_kivi(p, settings); });
-  if (any_kivi) described["residual_length"] = settings.residual_length;
-  described["chunk_attends_quantized"] = kv.chunk_attends_quantized;
+  if (any_fp8) described.fp8_scales = kv.fp8_scales.empty() ? "1 (uncalibrated)" : "plan";
+  described.kv = kv.describe();
+  described.settings = settings;
+  described.any_kivi = std::any_of(kv.pairs.begin(), kv.pairs.end(),
+                                   [&](const KvPair& p) { return layer_runs_kivi(p, settings); });
+  described.chunk_attends_quantized = kv.chunk_attends_quantized;
   return kv;
+}
+
+nlohmann::json to_json(const KvCacheDescription& d) {
+  nlohmann::json j;
+  if (d.plan) j["plan"] = *d.plan;
+  if (d.fp8_scales) j["fp8_scales"] = *d.fp8_scales;
+  j["kv"] = d.kv;
+  j["mode"] = quant_mode_name(d.settings.mode);
+  j["group_size"] = d.settings.group_size;
+  if (d.any_kivi) j["residual_length"] = d.settings.residual_length;
+  j["chunk_attends_quantized"] = d.chunk_attends_quantized;
+  return j;
 }
 
 // The requested context lengths the model and the text can take, in the order given; the others
@@ -122,22 +145,30 @@ std::vector<int> usable_contexts(const std::vector<int>& requested, int64_t mode
   return usable;
 }
 
-void print_context_table(const std::vector<std::pair<int, EvalResult>>& results, bool compared) {
-  std::printf("%7s %7s %8s %9s %9s %10s %8s %7s %9s\n", "ctx", "chunks", "scored", "PPL",
-              "PPL exact", "mean KL", "max KL", "top-1", "tokens/s");
-  for (const auto& [ctx, r] : results) {
-    std::printf("%7d %7d %8lld %9.4f", ctx, r.n_chunks, static_cast<long long>(r.n_scored), r.ppl);
-    if (compared) {
-      std::printf(" %9.4f %10.6f %8.4f %6.2f%%", r.ppl_exact, r.mean_kl, r.max_kl,
-                  100.0 * r.top1_agreement);
-    } else {
-      std::printf(" %9s %10s %8s %7s", "-", "-", "-", "-");
-    }
-    std::printf(" %9.0f\n", r.tokens_per_second);
+// What an evaluation scored: a text with llama-perplexity's protocol, or prompts each whole.
+struct EvalData {
+  std::string path;
+  bool prompts = false;
+  size_t count = 0;        // the text's tokens, or the prompts
+  uint64_t text_hash = 0;  // a text's
+  [[nodiscard]] const char* protocol() const {
+    return prompts ? "each prompt from an empty cache, every next token scored"
+                   : "llama-perplexity: chunks of ctx tokens, BOS first, second half scored";
   }
-}
+};
 
-void run_eval(const EvalCommandOptions& o) {
+struct EvalReport {
+  std::string model_path, model_name;
+  uint64_t fingerprint = 0;
+  KvCacheDescription kv_cache;
+  bool compared = false;  // a quantized cache against exact KV: KL and top-1 were measured
+  int threads = 0;
+  std::string device_selected;
+  EvalData data;
+  std::vector<std::pair<int, EvalResult>> results;  // (ctx, result); one with ctx 0 for prompts
+};
+
+EvalReport evaluate(const EvalCommandOptions& o) {
   if (o.text_path.empty() == o.prompts_path.empty()) {
     fail(ErrorCode::kInvalidArgument, "give exactly one of --text FILE and --prompts FILE");
   }
@@ -155,42 +186,20 @@ void run_eval(const EvalCommandOptions& o) {
                weights.config.n_layers, static_cast<double>(weights.n_parameters()) / 1e6, load_s);
   const Transformer model(weights);
 
-  nlohmann::json out;
-  out["model"] = {{"path", o.model},
-                  {"name", weights.config.name},
-                  {"fingerprint", hash_hex(weights.fingerprint)}};
-  nlohmann::json kv_json;
+  EvalReport report;
+  report.model_path = o.model;
+  report.model_name = weights.config.name;
+  report.fingerprint = weights.fingerprint;
   EvalOptions eval;
-  eval.kv = kv_options(o, weights.config, kv_json);
+  eval.kv = kv_options(o, weights.config, report.kv_cache);
   eval.max_chunks = o.max_chunks;
   eval.progress = [](int done, int total) {
     if (done == total || done % 8 == 0) spdlog::info("evaluated {}/{}", done, total);
   };
-  out["kv_cache"] = kv_json;
-  out["threads"] = compute_threads();
-  // The embedded forward pass and its KV quantization have no GPU path yet: whatever --device
-  // selected, say where each part really ran.
-  out["device"] = {{"selected", device.description},
-                   {"forward", "cpu"},
-                   {"kv_quantization", "cpu"},
-                   {"gpu_used", false}};
+  report.compared = !eval.kv.exact;
+  report.threads = compute_threads();
+  report.device_selected = device.description;
 
-  const auto result_json = [&](const EvalResult& r) {
-    nlohmann::json j = {{"ppl", r.ppl},
-                        {"ppl_stderr", r.ppl_stderr},
-                        {"ppl_exact_kv", r.ppl_exact},
-                        {"chunks", r.n_chunks},
-                        {"scored_tokens", r.n_scored},
-                        {"tokens_per_second", r.tokens_per_second}};
-    if (!eval.kv.exact) {
-      j["mean_kl"] = r.mean_kl;
-      j["max_kl"] = r.max_kl;
-      j["top1_agreement"] = r.top1_agreement;
-    }
-    return j;
-  };
-  // One result per context length (--text) or one over the prompts.
-  std::vector<std::pair<int, EvalResult>> results;
   if (!o.text_path.empty()) {
     const std::string text = read_text_file(o.text_path);
     if (text.empty()) fail(ErrorCode::kInvalidArgument, "{}: the text file is empty", o.text_path);
@@ -203,21 +212,10 @@ void run_eval(const EvalCommandOptions& o) {
         usable_contexts(o.contexts, weights.config.context_length, tokens.size(), o.text_path);
     for (const int ctx : contexts) {
       eval.n_ctx = ctx;
-      results.emplace_back(ctx, evaluate_perplexity(model, tokens, *bos, eval));
+      report.results.emplace_back(ctx, evaluate_perplexity(model, tokens, *bos, eval));
     }
-    out["data"] = {{"text", o.text_path},
-                   {"tokens", tokens.size()},
-                   {"hash", hash_hex(hash64(text))},
-                   {"protocol",
-                    "llama-perplexity: chunks of ctx tokens, BOS first, second half "
-                    "scored"}};
-    out["results"] = nlohmann::json::array();
-    for (const auto& [ctx, r] : results) {
-      nlohmann::json j = result_json(r);
-      j["ctx"] = ctx;
-      out["results"].push_back(std::move(j));
-    }
-    if (results.size() == 1) out["result"] = out["results"][0];
+    report.data = {
+        .path = o.text_path, .prompts = false, .count = tokens.size(), .text_hash = hash64(text)};
   } else {
     if (o.contexts.size() > 1) {
       fail(ErrorCode::kInvalidArgument,
@@ -227,34 +225,104 @@ void run_eval(const EvalCommandOptions& o) {
     for (const std::string& p : read_prompts(o.prompts_path)) {
       prompts.push_back(tokenizer->encode(p, {.add_bos = true}));
     }
-    results.emplace_back(0, evaluate_prompts(model, prompts, eval));
-    out["data"] = {{"prompts", o.prompts_path},
-                   {"count", prompts.size()},
-                   {"protocol", "each prompt from an empty cache, every next token scored"}};
-    out["result"] = result_json(results.front().second);
+    report.results.emplace_back(0, evaluate_prompts(model, prompts, eval));
+    report.data = {
+        .path = o.prompts_path, .prompts = true, .count = prompts.size(), .text_hash = 0};
   }
-  if (o.json) {
-    std::printf("%s\n", json_text(out, 2).c_str());
+  return report;
+}
+
+nlohmann::json to_json(const EvalResult& r, bool compared) {
+  nlohmann::json j = {{"ppl", r.ppl},
+                      {"ppl_stderr", r.ppl_stderr},
+                      {"ppl_exact_kv", r.ppl_exact},
+                      {"chunks", r.n_chunks},
+                      {"scored_tokens", r.n_scored},
+                      {"tokens_per_second", r.tokens_per_second}};
+  if (compared) {
+    j["mean_kl"] = r.mean_kl;
+    j["max_kl"] = r.max_kl;
+    j["top1_agreement"] = r.top1_agreement;
+  }
+  return j;
+}
+
+nlohmann::json to_json(const EvalReport& r) {
+  nlohmann::json out;
+  out["model"] = {
+      {"path", r.model_path}, {"name", r.model_name}, {"fingerprint", hash_hex(r.fingerprint)}};
+  out["kv_cache"] = to_json(r.kv_cache);
+  out["threads"] = r.threads;
+  // The embedded forward pass and its KV quantization have no GPU path yet: whatever --device
+  // selected, say where each part really ran.
+  out["device"] = {{"selected", r.device_selected},
+                   {"forward", "cpu"},
+                   {"kv_quantization", "cpu"},
+                   {"gpu_used", false}};
+  if (r.data.prompts) {
+    out["data"] = {
+        {"prompts", r.data.path}, {"count", r.data.count}, {"protocol", r.data.protocol()}};
+    out["result"] = to_json(r.results.front().second, r.compared);
+    return out;
+  }
+  out["data"] = {{"text", r.data.path},
+                 {"tokens", r.data.count},
+                 {"hash", hash_hex(r.data.text_hash)},
+                 {"protocol", r.data.protocol()}};
+  out["results"] = nlohmann::json::array();
+  for (const auto& [ctx, result] : r.results) {
+    nlohmann::json j = to_json(result, r.compared);
+    j["ctx"] = ctx;
+    out["results"].push_back(std::move(j));
+  }
+  if (r.results.size() == 1) out["result"] = out["results"][0];
+  return out;
+}
+
+void print_context_table(const std::vector<std::pair<int, EvalResult>>& results, bool compared) {
+  std::printf("%7s %7s %8s %9s %9s %10s %8s %7s %9s\n", "ctx", "chunks", "scored", "PPL",
+              "PPL exact", "mean KL", "max KL", "top-1", "tokens/s");
+  for (const auto& [ctx, r] : results) {
+    std::printf("%7d %7d %8lld %9.4f", ctx, r.n_chunks, static_cast<long long>(r.n_scored), r.ppl);
+    if (compared) {
+      std::printf(" %9.4f %10.6f %8.4f %6.2f%%", r.ppl_exact, r.mean_kl, r.max_kl,
+                  100.0 * r.top1_agreement);
+    } else {
+      std::printf(" %9s %10s %8s %7s", "-", "-", "-", "-");
+    }
+    std::printf(" %9.0f\n", r.tokens_per_second);
+  }
+}
+
+void print_text(const EvalReport& report) {
+  std::printf("model        %s (%s)\n", report.model_name.c_str(), report.model_path.c_str());
+  std::printf("kv cache     %s, mode %s, group %zu\n", report.kv_cache.kv.c_str(),
+              std::string(quant_mode_name(report.kv_cache.settings.mode)).c_str(),
+              report.kv_cache.settings.group_size);
+  std::printf("data         %s\n", report.data.protocol());
+  if (report.results.size() > 1) {
+    print_context_table(report.results, report.compared);
     return;
   }
-  std::printf("model        %s (%s)\n", weights.config.name.c_str(), o.model.c_str());
-  std::printf("kv cache     %s, mode %s, group %zu\n", kv_json["kv"].get<std::string>().c_str(),
-              kv_json["mode"].get<std::string>().c_str(), kv_json["group_size"].get<size_t>());
-  std::printf("data         %s\n", out["data"]["protocol"].get<std::string>().c_str());
-  if (results.size() > 1) {
-    print_context_table(results, !eval.kv.exact);
-    return;
-  }
-  const auto& [ctx, r] = results.front();
+  const auto& [ctx, r] = report.results.front();
   if (ctx > 0) std::printf("ctx          %d tokens, %d chunks\n", ctx, r.n_chunks);
   std::printf("PPL          %.4f +/- %.4f  (%lld scored tokens)\n", r.ppl, r.ppl_stderr,
               static_cast<long long>(r.n_scored));
-  if (!eval.kv.exact) {
+  if (report.compared) {
     std::printf("PPL exact KV %.4f\n", r.ppl_exact);
     std::printf("mean KL      %.6f nats (max %.4f)\n", r.mean_kl, r.max_kl);
     std::printf("top-1 agree  %.2f %%\n", 100.0 * r.top1_agreement);
   }
-  std::printf("speed        %.0f tokens/s (%d threads)\n", r.tokens_per_second, compute_threads());
+  std::printf("speed        %.0f tokens/s (%d threads)\n", r.tokens_per_second, report.threads);
+}
+
+void run_eval(const EvalCommandOptions& o) {
+  const EvalReport report = evaluate(o);
+  if (o.json) {
+    std::printf("%s\n", json_text(to_json(report), 2).c_str());
+  } else {
+    print_text(report);
+  }
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
-// kvplan formats: every KV format with its nominal bits, bytes per row and overhead. A KIVI key
-// format's row is one token's share of its per-channel groups: head_dim channels x the bytes of
-// group_size tokens / group_size.
+// kvplan formats: every KV format with its nominal bits, bytes per row and overhead (row_cost of
+// formats/format_size.h) and the engines that store it.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,68 +26,84 @@ struct FormatsOptions {
   bool json = false;
 };
 
-void run_formats(const FormatsOptions& o) {
+// One line of the registry with what it costs at the asked head_dim and group.
+struct FormatRow {
+  KvFormatTraits format;
+  std::vector<std::string_view> engines;  // that store it (`--engine`, `kvplan export --to`)
+  std::optional<RowCost> cost;            // absent when the format cannot pack such a row
+  std::string unsupported;                // why, then
+};
+
+struct FormatsResult {
+  int head_dim = 0, group_size = 0;
+  std::vector<FormatRow> rows;
+};
+
+FormatsResult list_formats(const FormatsOptions& o) {
   if (o.head_dim <= 0 || o.group_size <= 0) {
     fail(ErrorCode::kInvalidArgument, "--head-dim and --group-size must be > 0");
   }
-  const size_t d = static_cast<size_t>(o.head_dim);
-  nlohmann::json rows = nlohmann::json::array();
+  FormatsResult r{.head_dim = o.head_dim, .group_size = o.group_size, .rows = {}};
   for (const KvFormatTraits& info : format_table()) {
     const Format f(info.id);
-    nlohmann::json row = {
-        {"name", info.name},       {"id", static_cast<int>(info.id)},
-        {"version", info.version}, {"nominal_bits", info.bits},
-        {"meaning", info.meaning}, {"searched_by_default", info.default_candidate}};
-    // The engines that store it (`--engine`, `kvplan export --to`).
-    nlohmann::json engines = nlohmann::json::array();
+    FormatRow row{.format = info, .engines = {}, .cost = {}, .unsupported = {}};
     for (const EngineSpec& e : all_engines()) {
-      if (e.id != EngineId::kKvplan && engine_stores(e, f)) engines.push_back(e.name);
+      if (e.id != EngineId::kKvplan && engine_stores(e, f)) row.engines.push_back(e.name);
     }
-    row["engines"] = engines;
     try {
-      const size_t g = static_cast<size_t>(o.group_size);
-      const double bytes =
-          info.per_channel_keys()
-              ? static_cast<double>(channel_group_bytes(f, d, g)) / static_cast<double>(g)
-              : static_cast<double>(packed_row_bytes(f, d, g));
-      row["bytes_per_row"] = bytes;
-      row["effective_bits"] = 8.0 * bytes / static_cast<double>(d);
-      row["overhead_bits"] = row["effective_bits"].get<double>() - info.bits;
+      row.cost = row_cost(f, static_cast<size_t>(o.head_dim), static_cast<size_t>(o.group_size));
     } catch (const Error& e) {
       // Block formats say their rule in a few words; the rotated ones (head_dim a power of two)
       // and the rest give the sizing's own reason.
-      row["unsupported"] =
-          info.block_values() > 0 && !info.rotated()
-              ? "needs head_dim a multiple of " + std::to_string(info.block_values())
-              : std::string(e.what());
+      row.unsupported = info.block_values() > 0 && !info.rotated()
+                            ? "needs head_dim a multiple of " + std::to_string(info.block_values())
+                            : std::string(e.what());
+    }
+    r.rows.push_back(std::move(row));
+  }
+  return r;
+}
+
+nlohmann::json to_json(const FormatsResult& r) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const FormatRow& f : r.rows) {
+    const KvFormatTraits& info = f.format;
+    nlohmann::json row = {
+        {"name", info.name},       {"id", static_cast<int>(info.id)},
+        {"version", info.version}, {"nominal_bits", info.bits},
+        {"meaning", info.meaning}, {"searched_by_default", info.default_candidate},
+        {"engines", f.engines}};
+    if (f.cost) {
+      row["bytes_per_row"] = f.cost->bytes;
+      row["effective_bits"] = f.cost->effective_bits;
+      row["overhead_bits"] = f.cost->overhead_bits;
+    } else {
+      row["unsupported"] = f.unsupported;
     }
     rows.push_back(row);
   }
-  if (o.json) {
-    const nlohmann::json out{
-        {"head_dim", o.head_dim}, {"group_size", o.group_size}, {"formats", rows}};
-    std::printf("%s\n", json_text(out, 2).c_str());
-    return;
-  }
-  std::printf("head_dim %d, int group %d\n\n", o.head_dim, o.group_size);
+  return {{"head_dim", r.head_dim}, {"group_size", r.group_size}, {"formats", rows}};
+}
+
+void print_text(const FormatsResult& r) {
+  std::printf("head_dim %d, int group %d\n\n", r.head_dim, r.group_size);
   std::printf("%-19s %4s %4s %6s %10s %9s %9s  %s\n", "format", "id", "ver", "bits", "bytes/row",
               "eff.bits", "overhead", "meaning");
-  for (const nlohmann::json& r : rows) {
-    const std::string name =
-        r["name"].get<std::string>() + (r["searched_by_default"].get<bool>() ? "" : "*");
-    if (r.contains("unsupported")) {
-      std::printf("%-19s %4d %4d %6d %10s %9s %9s  (%s)\n", name.c_str(), r["id"].get<int>(),
-                  r["version"].get<int>(), r["nominal_bits"].get<int>(), "-", "-", "-",
-                  r["unsupported"].get<std::string>().c_str());
+  for (const FormatRow& f : r.rows) {
+    const KvFormatTraits& info = f.format;
+    const std::string name = std::string(info.name) + (info.default_candidate ? "" : "*");
+    if (!f.cost) {
+      std::printf("%-19s %4d %4d %6d %10s %9s %9s  (%s)\n", name.c_str(), static_cast<int>(info.id),
+                  static_cast<int>(info.version), info.bits, "-", "-", "-", f.unsupported.c_str());
       continue;
     }
     std::string engines;
-    for (const auto& e : r["engines"])
-      engines += (engines.empty() ? "" : ", ") + e.get<std::string>();
-    std::printf("%-19s %4d %4d %6d %10.6g %9.3f %9.3f  %s%s\n", name.c_str(), r["id"].get<int>(),
-                r["version"].get<int>(), r["nominal_bits"].get<int>(),
-                r["bytes_per_row"].get<double>(), r["effective_bits"].get<double>(),
-                r["overhead_bits"].get<double>(), r["meaning"].get<std::string>().c_str(),
+    for (const std::string_view e : f.engines) {
+      engines += (engines.empty() ? "" : ", ") + std::string(e);
+    }
+    std::printf("%-19s %4d %4d %6d %10.6g %9.3f %9.3f  %s%s\n", name.c_str(),
+                static_cast<int>(info.id), static_cast<int>(info.version), info.bits, f.cost->bytes,
+                f.cost->effective_bits, f.cost->overhead_bits, info.meaning,
                 engines.empty() ? "" : (" [" + engines + "]").c_str());
   }
   std::printf("%-19s %4d %4d %6s %10s %9s %9s  %s\n", "slot:N", 64, 1, "8N/2D", "N per token", "-",
@@ -92,6 +111,15 @@ void run_formats(const FormatsOptions& o) {
   std::printf(
       "\n* not a default candidate: searched when named (--formats a,b or --formats all); the\n"
       "  rotated variants model what llama.cpp stores, f32 is never searched\n");
+}
+
+void run_formats(const FormatsOptions& o) {
+  const FormatsResult result = list_formats(o);
+  if (o.json) {
+    std::printf("%s\n", json_text(to_json(result), 2).c_str());
+  } else {
+    print_text(result);
+  }
 }
 
 }  // namespace

@@ -2,19 +2,22 @@
 // what its KV cache costs per token in a few formats.
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/format_bytes.h"
 #include "core/hash.h"
 #include "core/json_text.h"
+#include "formats/kv_bytes.h"
 #include "formats/kv_pair.h"
 #include "model/model_weights.h"
-#include "formats/kv_bytes.h"
 
 namespace kvplan::cli {
 namespace {
@@ -43,74 +46,100 @@ std::string rope_scaling_text(const ModelConfig& c) {
   return c.unsupported_rope_scaling.empty() ? "none" : c.unsupported_rope_scaling;
 }
 
-void run_inspect(const InspectOptions& o) {
-  const ModelInfo info = read_model_info(o.model);
-  const ModelConfig& c = info.config;
-  const std::string harness_problem = harness_support_problem(c, info.file_format);
-  uint64_t params = 0, bytes = 0;
-  for (const TensorSummary& t : info.tensors) {
-    uint64_t n = 1;
-    for (uint64_t d : t.shape) n *= d;
-    params += n;
-    bytes += t.bytes;
-  }
+// The steady-state bytes per token of one pair on every layer, or why the model's rows refuse it.
+struct KvBytesRow {
+  std::string kv;
+  std::optional<double> bytes_per_token;
+  std::string unsupported;
+};
+
+struct InspectResult {
+  std::string path;  // as given
+  ModelInfo info;
+  std::string harness_problem;  // empty when the harness runs the model
+  TensorTotals totals;
+  std::map<std::string, int> tensor_types;
+  std::vector<KvBytesRow> kv;
+};
+
+InspectResult inspect(const InspectOptions& o) {
+  InspectResult r;
+  r.path = o.model;
+  r.info = read_model_info(o.model);
+  const ModelConfig& c = r.info.config;
+  r.harness_problem = harness_support_problem(c, r.info.file_format);
+  r.totals = tensor_totals(r.info.tensors);
   const KvGeometry g = kv_geometry(c);
   QuantSettings settings;
   settings.block_size = 1;
-  nlohmann::json kv = nlohmann::json::array();
   for (const char* name : kInspectPairs) {
     const KvPair pair = KvPair::parse(name);
     const std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers), pair);
-    nlohmann::json e{{"kv", pair.name()}};
+    KvBytesRow row{.kv = pair.name(), .bytes_per_token = {}, .unsupported = {}};
     try {
-      e["bytes_per_token"] = kv_bytes_per_token(g, pairs, settings);
+      row.bytes_per_token = kv_bytes_per_token(g, pairs, settings);
     } catch (const Error& err) {
+      row.unsupported = err.what();
+    }
+    r.kv.push_back(std::move(row));
+  }
+  r.tensor_types = tensor_type_histogram(r.info.tensors);
+  return r;
+}
+
+nlohmann::json to_json(const InspectResult& r) {
+  const ModelConfig& c = r.info.config;
+  nlohmann::json kv = nlohmann::json::array();
+  for (const KvBytesRow& row : r.kv) {
+    nlohmann::json e{{"kv", row.kv}};
+    if (row.bytes_per_token) {
+      e["bytes_per_token"] = *row.bytes_per_token;
+    } else {
       e["bytes_per_token"] = nullptr;
-      e["unsupported"] = err.what();
+      e["unsupported"] = row.unsupported;
     }
     kv.push_back(e);
   }
-  const auto histogram = tensor_type_histogram(info.tensors);
-  nlohmann::json out{{"path", o.model},
-                     {"file_format", info.file_format},
-                     {"name", c.name},
-                     {"architecture", c.architecture},
-                     {"supported_by_harness", harness_problem.empty()},
-                     {"harness_problem",
-                      harness_problem.empty() ? nlohmann::json() : nlohmann::json(harness_problem)},
-                     {"fingerprint", hash_hex(info.fingerprint)},
-                     {"num_layers", c.n_layers},
-                     {"num_attention_heads", c.n_heads},
-                     {"num_kv_heads", c.n_kv_heads},
-                     {"head_dim", c.head_dim},
-                     {"hidden_size", c.hidden_size},
-                     {"ffn_size", c.ffn_size},
-                     {"vocab_size", c.vocab_size},
-                     {"context_length", c.context_length},
-                     {"rope_theta", c.rope_theta},
-                     {"rope_theta_sliding", c.rope_theta_sliding},
-                     {"sliding_window", c.sliding_window},
-                     {"rope_layout", layout_name(c.rope_layout)},
-                     {"rope_scaling", rope_scaling_text(c)},
-                     {"attn_logit_softcap", c.attn_logit_softcap},
-                     {"final_logit_softcap", c.final_logit_softcap},
-                     {"rms_norm_eps", c.rms_norm_eps},
-                     {"attention_bias", c.attention_bias},
-                     {"tied_embeddings", c.tied_embeddings},
-                     {"parameters", params},
-                     {"tensor_bytes", bytes},
-                     {"tensor_types", histogram},
-                     {"kv_bytes_per_token", kv}};
-  if (o.json) {
-    std::printf("%s\n", json_text(out, 2).c_str());
-    return;
-  }
-  std::printf("model         %s (%s, %s)\n", c.name.c_str(), o.model.c_str(),
-              info.file_format.c_str());
+  return {{"path", r.path},
+          {"file_format", r.info.file_format},
+          {"name", c.name},
+          {"architecture", c.architecture},
+          {"supported_by_harness", r.harness_problem.empty()},
+          {"harness_problem",
+           r.harness_problem.empty() ? nlohmann::json() : nlohmann::json(r.harness_problem)},
+          {"fingerprint", hash_hex(r.info.fingerprint)},
+          {"num_layers", c.n_layers},
+          {"num_attention_heads", c.n_heads},
+          {"num_kv_heads", c.n_kv_heads},
+          {"head_dim", c.head_dim},
+          {"hidden_size", c.hidden_size},
+          {"ffn_size", c.ffn_size},
+          {"vocab_size", c.vocab_size},
+          {"context_length", c.context_length},
+          {"rope_theta", c.rope_theta},
+          {"rope_theta_sliding", c.rope_theta_sliding},
+          {"sliding_window", c.sliding_window},
+          {"rope_layout", layout_name(c.rope_layout)},
+          {"rope_scaling", rope_scaling_text(c)},
+          {"attn_logit_softcap", c.attn_logit_softcap},
+          {"final_logit_softcap", c.final_logit_softcap},
+          {"rms_norm_eps", c.rms_norm_eps},
+          {"attention_bias", c.attention_bias},
+          {"tied_embeddings", c.tied_embeddings},
+          {"parameters", r.totals.parameters},
+          {"tensor_bytes", r.totals.bytes},
+          {"tensor_types", r.tensor_types},
+          {"kv_bytes_per_token", kv}};
+}
+
+void print_text(const InspectResult& r) {
+  const ModelConfig& c = r.info.config;
+  std::printf("model         %s (%s, %s)\n", c.name.c_str(), r.path.c_str(),
+              r.info.file_format.c_str());
   std::printf("architecture  %s%s\n", c.architecture.c_str(),
-              harness_problem.empty() ? "" : " (not runnable by the harness)");
-  if (!harness_problem.empty()) std::printf("harness       %s\n", harness_problem.c_str());
-  std::printf("fingerprint   %s\n", hash_hex(info.fingerprint).c_str());
+              r.harness_problem.empty() ? "" : " (not runnable by the harness)");
+  if (!r.harness_problem.empty()) std::printf("harness       %s\n", r.harness_problem.c_str());
+  std::printf("fingerprint   %s\n", hash_hex(r.info.fingerprint).c_str());
   std::printf("layers        %d, hidden %d, ffn %d, vocab %d\n", c.n_layers, c.hidden_size,
               c.ffn_size, c.vocab_size);
   std::printf("attention     %d heads, %d KV heads, head_dim %d%s%s\n", c.n_heads,
@@ -134,20 +163,28 @@ void run_inspect(const InspectOptions& o) {
   }
   std::printf("embeddings    %s\n",
               c.tied_embeddings ? "tied (output = token_embd)" : "separate output matrix");
-  std::printf("parameters    %.2fM in %s\n", static_cast<double>(params) / 1e6,
-              format_bytes(static_cast<double>(bytes)).c_str());
+  std::printf("parameters    %.2fM in %s\n", static_cast<double>(r.totals.parameters) / 1e6,
+              format_bytes(static_cast<double>(r.totals.bytes), 2).c_str());
   std::string types;
-  for (const auto& [type, count] : histogram)
+  for (const auto& [type, count] : r.tensor_types)
     types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", type, count);
   std::printf("tensor types  %s\n\n", types.c_str());
   std::printf("%-12s %14s\n", "KV", "bytes/token");
-  for (const nlohmann::json& e : kv) {
-    if (e["bytes_per_token"].is_null()) {
-      std::printf("%-12s %14s\n", e["kv"].get<std::string>().c_str(), "n/a (row too short)");
+  for (const KvBytesRow& row : r.kv) {
+    if (!row.bytes_per_token) {
+      std::printf("%-12s %14s\n", row.kv.c_str(), "n/a (row too short)");
     } else {
-      std::printf("%-12s %14.1f\n", e["kv"].get<std::string>().c_str(),
-                  e["bytes_per_token"].get<double>());
+      std::printf("%-12s %14.1f\n", row.kv.c_str(), *row.bytes_per_token);
     }
+  }
+}
+
+void run_inspect(const InspectOptions& o) {
+  const InspectResult result = inspect(o);
+  if (o.json) {
+    std::printf("%s\n", json_text(to_json(result), 2).c_str());
+  } else {
+    print_text(result);
   }
 }
 

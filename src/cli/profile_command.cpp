@@ -6,7 +6,6 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -55,48 +54,10 @@ void parse_shard(const std::string& text, int& index, int& count) {
   }
 }
 
-nlohmann::ordered_json summary_json(const Profile& p) {
-  nlohmann::ordered_json j;
-  j["output_cells"] = p.n_present();
-  j["total_cells"] = p.n_cells();
-  j["complete"] = p.complete();
-  for (const char* m : {"dkl", "e_o"}) {
-    for (const char* low : {"int4", "int2"}) {
-      if (const auto r = key_value_sensitivity_ratio(p, m, "int8", low)) {
-        j["key_value_ratio"][fmt::format("{}_{}", m, low)] = *r;
-      }
-    }
-  }
-  if (p.complete()) {
-    const ModelCheck a = additivity_check(p);
-    if (a.cells > 0) {
-      j["additivity"] = {{"joint_cells", a.cells},
-                         {"mean_abs_rel_error", a.mean_abs_rel_error},
-                         {"max_abs_rel_error", a.max_abs_rel_error},
-                         {"worst_layer", a.worst_layer},
-                         {"worst_pair", a.worst_pair}};
-    }
-  }
-  size_t measured = 0;
-  for (const auto& row : p.cells) {
-    for (const auto& c : row) measured += c && c->metrics.dkl_measured;
-  }
-  j["dkl_measured_cells"] = measured;
-  const std::string v = monotonicity_violations(p);
-  j["monotonic_kv8_kv4_kv2"] = v.empty();
-  if (!v.empty()) j["monotonicity_violations"] = v;
-  j["timings"] = p.timings;
-  return j;
-}
-
-void print_summary(const Profile& p, const std::string& path, bool json) {
-  const nlohmann::ordered_json s = summary_json(p);
-  if (json) {
-    std::printf("%s\n", json_text(s, 2).c_str());
-    return;
-  }
+// The profile's identity from `p`, what was found from `s` (its summary).
+void print_summary_text(const Profile& p, const ProfileSummary& s, const std::string& path) {
   std::printf(
-      "profile      %s (%zu/%zu cells%s)\n", path.c_str(), p.n_present(), p.n_cells(),
+      "profile      %s (%zu/%zu cells%s)\n", path.c_str(), s.output_cells, s.total_cells,
       p.shard_count > 1 ? fmt::format(", shard {}/{}", p.shard_index, p.shard_count).c_str() : "");
   std::printf("model        %s, %d layers, %zu candidate pairs\n", p.model.name.c_str(),
               p.n_layers(), p.candidates.size());
@@ -104,33 +65,38 @@ void print_summary(const Profile& p, const std::string& path, bool json) {
               p.calibration.source.c_str(), p.calibration.prompts,
               static_cast<long long>(p.calibration.tokens), p.calibration.kl_prompts,
               static_cast<long long>(p.calibration.kl_tokens));
-  if (s.contains("key_value_ratio")) {
-    for (const auto& [k, v] : s["key_value_ratio"].items()) {
-      std::printf("K/V ratio    %-10s %.3f  (keys low / values low; > 1: keys more sensitive)\n",
-                  k.c_str(), v.get<double>());
-    }
+  for (const KeyValueRatio& r : s.key_value_ratios) {
+    std::printf("K/V ratio    %-10s %.3f  (keys low / values low; > 1: keys more sensitive)\n",
+                r.name().c_str(), r.ratio);
   }
   std::printf("dKL          re-run for %zu cells, estimated from o_mse for the other %zu\n",
-              s["dkl_measured_cells"].get<size_t>(),
-              p.n_present() - s["dkl_measured_cells"].get<size_t>());
-  if (s.contains("additivity")) {
-    const auto& a = s["additivity"];
+              s.dkl_measured_cells, s.output_cells - s.dkl_measured_cells);
+  if (s.additivity) {
+    const ModelCheck& a = *s.additivity;
     std::printf(
         "additivity   joint pair vs its key + value sides: mean %.1f %%, worst %.1f %% "
         "(layer %d, %s) over %d layers\n",
-        100 * a["mean_abs_rel_error"].get<double>(), 100 * a["max_abs_rel_error"].get<double>(),
-        a["worst_layer"].get<int>(), a["worst_pair"].get<std::string>().c_str(),
-        a["joint_cells"].get<int>());
+        100 * a.mean_abs_rel_error, 100 * a.max_abs_rel_error, a.worst_layer, a.worst_pair.c_str(),
+        a.cells);
   }
-  if (p.complete()) {
-    std::printf("8<4<2 bits   %s\n", s["monotonic_kv8_kv4_kv2"].get<bool>()
+  if (s.complete) {
+    std::printf("8<4<2 bits   %s\n", s.monotonicity_violations.empty()
                                          ? "every metric, every layer"
-                                         : s["monotonicity_violations"].get<std::string>().c_str());
+                                         : s.monotonicity_violations.c_str());
   }
-  if (p.timings.contains("total_s")) {
+  if (s.timings.total_s) {
     std::printf("time         %s total, %.2f s per cell (%d threads)\n",
-                format_duration(p.timings["total_s"].get<double>()).c_str(),
-                p.timings.value("seconds_per_cell", 0.0), p.timings.value("threads", 0));
+                format_duration(*s.timings.total_s).c_str(),
+                s.timings.seconds_per_cell.value_or(0.0), s.timings.threads.value_or(0));
+  }
+}
+
+void print_summary(const Profile& p, const std::string& path, bool json) {
+  const ProfileSummary s = summarize_profile(p);
+  if (json) {
+    std::printf("%s\n", json_text(profile_summary_to_json(s), 2).c_str());
+  } else {
+    print_summary_text(p, s, path);
   }
 }
 
@@ -155,7 +121,7 @@ void run_profile_command(const ProfileCommandOptions& o) {
   opt.checkpoint = [&](const Profile& partial) { write_profile(o.output, partial); };
   Profile profile = run_profile(model, in.calibration, opt);
   printer.finish();
-  profile.timings["load_s"] = in.load_s;
+  profile.timings.load_s = in.load_s;
   write_profile(o.output, profile);
   print_summary(profile, o.output, o.json);
 }
@@ -166,7 +132,7 @@ void run_merge_command(const MergeCommandOptions& o) {
   const Profile merged = merge_profiles(shards, o.inputs);
   write_profile(o.output, merged);
   if (o.json) {
-    std::printf("%s\n", json_text(summary_json(merged), 2).c_str());
+    print_summary(merged, o.output, true);
   } else {
     std::printf("merged       %zu shards -> %s\n", shards.size(), o.output.c_str());
     print_summary(merged, o.output, false);

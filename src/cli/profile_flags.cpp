@@ -5,6 +5,7 @@
 #include "cli/cli_util.h"
 #include "cli/device_option.h"
 #include "core/error.h"
+#include "profile/candidate_lists.h"
 
 namespace kvplan::cli {
 

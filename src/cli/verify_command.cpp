@@ -11,11 +11,12 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "runtime/plan_verify.h"
 #include "core/error.h"
+#include "core/format_bytes.h"
 #include "core/json_text.h"
 #include "model/model_config.h"
 #include "plan/plan.h"
+#include "runtime/plan_verify.h"
 
 namespace kvplan::cli {
 namespace {
@@ -73,7 +74,7 @@ nlohmann::json to_json(const PlanVerifyResult& r, const std::string& plan_path) 
 void print_text(const PlanVerifyResult& r, const std::string& plan_path) {
   std::printf("plan      %s\n", plan_path.c_str());
   std::printf("layout    %zu-token chunks of %s in %zu transfer groups; backend %s\n",
-              r.chunk_tokens, format_bytes(static_cast<double>(r.chunk_bytes)).c_str(),
+              r.chunk_tokens, format_bytes(static_cast<double>(r.chunk_bytes), 2).c_str(),
               r.transfer_groups, r.backend.c_str());
   std::printf("\ntiers (each chunk credited to the tier it was loaded back from):\n");
   std::printf("%-7s %7s %14s %11s %8s\n", "tier", "chunks", "bytes compared", "mismatches",

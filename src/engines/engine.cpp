@@ -16,7 +16,7 @@ namespace {
 using G = LayerGranularity;
 
 // vLLM's TQ_PRESETS (turboquant/config.py): key bits 8 = FP8 keys, else Lloyd-Max keys; uniform
-// values. docs/engine-kv-formats.md section 2.
+// values. docs/engines.md section 2.
 constexpr std::array kTurboquantPresets{
     EnginePreset{"turboquant_k8v4", "tq_fp8/tq_int4"},
     EnginePreset{"turboquant_4bit_nc", "tq_mse4/tq_int4"},

@@ -1,7 +1,7 @@
 // The serving engines a plan can be made for: which KV formats each stores (the engines column of
 // src/formats/kv_format_table.h) and how finely it lets K/V types vary across layers. `kvplan
 // search/tune --engine` searches only what the engine can run; `kvplan export --to` writes it in
-// the engine's own grammar. docs/engine-kv-formats.md has every fact here with its source.
+// the engine's own grammar. docs/engines.md has every fact here with its source.
 //
 //   const EngineSpec& e = engine_spec(parse_engine("ik-llamacpp"));
 //   e.granularity;                      // kFirstLastN: -ctk/-ctv plus first-N / last-M types
@@ -42,7 +42,7 @@ enum class LayerGranularity {
 
 // How an engine rotates K/V rows (a normalized Walsh-Hadamard transform, Q rotated alike) before
 // storing them: it decides whether a cache type holds kvplan's plain format or its *_had one.
-// docs/engine-kv-formats.md sections 5 and 6.
+// docs/engines.md sections 5 and 6.
 enum class EngineRotation {
   kNone,
   // llama.cpp since PR #21038: every quantized K and V rotated when head_dim % 64 == 0 (K in

@@ -1,6 +1,6 @@
 // ik_llama.cpp: -ctk/-ctv for most layers, -ctk-first/-ctk-last/-ctv-first/-ctv-last TYPE,N for
 // the first N and last M layers (PR #1599), -khad/-vhad where a side's layers are rotated.
-// Grammar: docs/engine-kv-formats.md section 5.
+// Grammar: docs/engines.md section 5.
 #include <map>
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 // llama.cpp: -ctk/-ctv, one cache type for K and one for V of every layer; the best measured global
 // pair within the plan's memory, with the rotation llama.cpp applies by default at head_dim % 64.
-// Grammar: docs/engine-kv-formats.md sections 2 and 6.
+// Grammar: docs/engines.md sections 2 and 6.
 #include "engines/exporters.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // ModelOpt's per-layer KV config (hf_quant_config.json, kv_cache_schema_version 1), as vLLM's
-// RFC #57445 reads it. Grammar: docs/engine-kv-formats.md section 8.
+// RFC #57445 reads it. Grammar: docs/engines.md section 8.
 #include <map>
 #include <string>
 #include <utility>

@@ -1,5 +1,5 @@
 // TensorRT-LLM: kv_cache_config.dtype as layer ranges ("0-3:fp8,4-29:nvfp4", PR #13695) in a YAML
-// file for --extra_llm_api_options. Grammar: docs/engine-kv-formats.md section 7.
+// file for --extra_llm_api_options. Grammar: docs/engines.md section 7.
 #include <string>
 #include <vector>
 

@@ -1,7 +1,7 @@
 // vLLM TurboQuant's KV cache configuration for a plan: one preset K/V pair for every quantized
 // layer (--kv-cache-dtype turboquant_k8v4 | turboquant_4bit_nc | turboquant_k3v4_nc |
 // turboquant_3bit_nc) and --kv-cache-dtype-skip-layers, to which vLLM adds the first and last two
-// layers itself (docs/engine-kv-formats.md section 2).
+// layers itself (docs/engines.md section 2).
 #include <algorithm>
 #include <map>
 #include <string>
@@ -13,9 +13,9 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
-#include "formats/format_size.h"
 #include "engines/engine.h"
 #include "engines/exporters.h"
+#include "formats/format_size.h"
 #include "formats/kv_bytes.h"
 
 namespace kvplan {

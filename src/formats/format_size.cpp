@@ -106,4 +106,14 @@ double effective_bits(Format format, size_t n_values, size_t group_size) {
          static_cast<double>(n_values);
 }
 
+RowCost row_cost(Format format, size_t head_dim, size_t group_size) {
+  const double bytes =
+      format.info().per_channel_keys()
+          ? static_cast<double>(channel_group_bytes(format, head_dim, group_size)) /
+                static_cast<double>(group_size)
+          : static_cast<double>(packed_row_bytes(format, head_dim, group_size));
+  const double bits = 8.0 * bytes / static_cast<double>(head_dim);
+  return {.bytes = bytes, .effective_bits = bits, .overhead_bits = bits - format.info().bits};
+}
+
 }  // namespace kvplan

@@ -37,4 +37,16 @@ RowFormat kernel_row_format(Format format, int head_dim, int group_size, std::st
 // 8 * bytes / values: bits per value including scales, zero points and block overhead.
 double effective_bits(Format format, size_t n_values, size_t group_size);
 
+// What a row of head_dim values costs in a format, as `kvplan formats` lists it. A per-channel
+// (KIVI) key format's row is one token's share of its groups: head_dim channels x the bytes of
+// group_size tokens / group_size.
+struct RowCost {
+  double bytes = 0;
+  double effective_bits = 0;  // 8 * bytes / head_dim
+  double overhead_bits = 0;   // effective minus nominal bits: scales, zero points, block overhead
+};
+
+// Throws like packed_row_bytes when the format cannot pack such rows.
+RowCost row_cost(Format format, size_t head_dim, size_t group_size);
+
 }  // namespace kvplan

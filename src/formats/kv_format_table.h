@@ -123,7 +123,7 @@ KVPLAN_HD constexpr CodecTraits codec_traits(Codec c) {
   return {};
 }
 
-// Serving engines whose KV cache can hold a format as kvplan packs it (docs/engine-kv-formats.md
+// Serving engines whose KV cache can hold a format as kvplan packs it (docs/engines.md
 // has each engine's accepted values and their sources).
 inline constexpr uint32_t kEngineLlamaCpp = 1u << 0;    // -ctk/-ctv cache types
 inline constexpr uint32_t kEngineIkLlamaCpp = 1u << 1;  // ik_llama.cpp's cache types

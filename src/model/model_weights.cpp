@@ -273,6 +273,17 @@ std::map<std::string, int> tensor_type_histogram(const std::vector<TensorSummary
   return out;
 }
 
+TensorTotals tensor_totals(const std::vector<TensorSummary>& tensors) {
+  TensorTotals totals;
+  for (const TensorSummary& t : tensors) {
+    uint64_t n = 1;
+    for (const uint64_t d : t.shape) n *= d;
+    totals.parameters += n;
+    totals.bytes += t.bytes;
+  }
+  return totals;
+}
+
 KvModel kv_model(const ModelWeights& weights) {
   const ModelConfig& c = weights.config;
   return {c.name, c.architecture, hash_hex(weights.fingerprint), c.n_heads, kv_geometry(c)};

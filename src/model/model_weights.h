@@ -100,4 +100,11 @@ KvModel kv_model(const ModelWeights& weights);
 // Number of tensors per storage type ("Q4_1" -> 120, ...).
 std::map<std::string, int> tensor_type_histogram(const std::vector<TensorSummary>& tensors);
 
+// What the tensors hold as stored: values (the parameter count) and bytes.
+struct TensorTotals {
+  uint64_t parameters = 0;
+  uint64_t bytes = 0;
+};
+TensorTotals tensor_totals(const std::vector<TensorSummary>& tensors);
+
 }  // namespace kvplan

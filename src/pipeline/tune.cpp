@@ -99,7 +99,7 @@ TunedPlan tune(const TuneRequest& request) {
       request.search.texts, *in.tokenizer, config, &request.profile.calibration.file);
   const Transformer model(in.weights);
   Profile profile = run_profile(model, in.calibration, options);
-  profile.timings["load_s"] = in.load_s;
+  profile.timings.load_s = in.load_s;
   if (request.profile.on_profile) request.profile.on_profile(profile);
   return search_loaded(std::move(profile), model, texts, budget, request.search);
 }

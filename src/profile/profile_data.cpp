@@ -117,7 +117,7 @@ nlohmann::ordered_json profile_to_json(const Profile& p) {
     layers.push_back({{"index", l}, {"pairs", pairs}});
   }
   j["layers"] = layers;
-  j["timings"] = p.timings;
+  j["timings"] = timings_to_json(p.timings);
   return j;
 }
 
@@ -303,7 +303,9 @@ Profile profile_from_json(const Json& j, const std::string& source) {
       slot = cell;
     }
   }
-  if (j.contains("timings")) p.timings = j["timings"];
+  if (const auto timings = root.optional_object("timings")) {
+    p.timings = timings_from_json(*timings);
+  }
   return p;
 }
 

@@ -1,5 +1,6 @@
-// profile.json (schema "kvplan.profile/v1"): per layer and candidate (key, value) pair, the bytes
-// per token, nominal bits and KVTuner's sensitivity metrics (metrics.h) — the input of the search.
+// profile.json (schema "kvplan.profile/v2"; v1 files still load): per layer and candidate (key,
+// value) pair, the bytes per token, nominal bits and KVTuner's sensitivity metrics (metrics.h) —
+// the input of the search.
 //
 // Layout (keys in this order; floats in nlohmann's shortest round-trip form, so the same numbers
 // give the same bytes):
@@ -15,8 +16,9 @@
 //   layers[]     {index, pairs[]: {pair, key, value, key_bits, value_bits, nominal_bits,
 //                 key_bytes_per_token, value_bytes_per_token, e_k, e_v, e_a, e_o, dkl, o_mse,
 //                 dkl_measured}}
-//   timings      machine-dependent (seconds, threads, per shard): always last, and the only field
-//                that differs between reruns or between a merged and an unsharded profile.
+//   timings      machine-dependent (seconds, threads, per shard; profile_timings.h): always last,
+//                and the only field that differs between reruns or between a merged and an
+//                unsharded profile.
 //
 //   kvplan::Profile p = kvplan::read_profile("profile.json");
 //   p.cell(3, 0)->metrics.dkl;
@@ -36,6 +38,7 @@
 #include "formats/kv_geometry.h"
 #include "formats/kv_pair.h"
 #include "formats/quant_settings.h"
+#include "profile/profile_timings.h"
 
 namespace kvplan {
 
@@ -88,7 +91,7 @@ struct Profile {
   int shard_count = 1;
   // [layer][candidate]; empty optionals are cells this file does not hold.
   std::vector<std::vector<std::optional<ProfileCell>>> cells;
-  nlohmann::ordered_json timings = nlohmann::ordered_json::object();
+  ProfileTimings timings;
 
   // Sizes `cells` for the model and candidates (all empty).
   void reset_cells();

@@ -96,4 +96,51 @@ std::string monotonicity_violations(const Profile& profile) {
   return out;
 }
 
+ProfileSummary summarize_profile(const Profile& p) {
+  ProfileSummary s;
+  s.output_cells = p.n_present();
+  s.total_cells = p.n_cells();
+  s.complete = p.complete();
+  for (const char* metric : {"dkl", "e_o"}) {
+    for (const char* low : {"int4", "int2"}) {
+      if (const auto r = key_value_sensitivity_ratio(p, metric, "int8", low)) {
+        s.key_value_ratios.push_back({metric, low, *r});
+      }
+    }
+  }
+  if (s.complete) {
+    ModelCheck a = additivity_check(p);
+    if (a.cells > 0) s.additivity = std::move(a);
+  }
+  for (const auto& row : p.cells) {
+    for (const auto& c : row) s.dkl_measured_cells += c && c->metrics.dkl_measured;
+  }
+  s.monotonicity_violations = monotonicity_violations(p);
+  s.timings = p.timings;
+  return s;
+}
+
+nlohmann::ordered_json profile_summary_to_json(const ProfileSummary& s) {
+  nlohmann::ordered_json j;
+  j["output_cells"] = s.output_cells;
+  j["total_cells"] = s.total_cells;
+  j["complete"] = s.complete;
+  for (const KeyValueRatio& r : s.key_value_ratios) j["key_value_ratio"][r.name()] = r.ratio;
+  if (s.additivity) {
+    const ModelCheck& a = *s.additivity;
+    j["additivity"] = {{"joint_cells", a.cells},
+                       {"mean_abs_rel_error", a.mean_abs_rel_error},
+                       {"max_abs_rel_error", a.max_abs_rel_error},
+                       {"worst_layer", a.worst_layer},
+                       {"worst_pair", a.worst_pair}};
+  }
+  j["dkl_measured_cells"] = s.dkl_measured_cells;
+  j["monotonic_kv8_kv4_kv2"] = s.monotonicity_violations.empty();
+  if (!s.monotonicity_violations.empty()) {
+    j["monotonicity_violations"] = s.monotonicity_violations;
+  }
+  j["timings"] = timings_to_json(s.timings);
+  return j;
+}
+
 }  // namespace kvplan

@@ -10,6 +10,9 @@
 // evenly spaced subset of `kl_prompts` prompts (prompt i*n/kl_prompts for i < kl_prompts; all when
 // kl_prompts is 0 or >= n), every position of each.
 //
+// The work is in two parts: the reference pass (reference_pass.h) and, per layer, the cell runner
+// (cell_runner.h); this file sequences them, with the checks, shards, resuming and checkpoints.
+//
 // Determinism: work items (prompts, cells) run in parallel, each on one thread with serial GEMMs,
 // and their sums are reduced in a fixed order, so the numbers do not depend on --threads, on the
 // shard layout or on resuming.
@@ -25,18 +28,9 @@
 #include "model/transformer.h"
 #include "profile/calibration.h"
 #include "profile/profile_data.h"
+#include "profile/progress_tracker.h"
 
 namespace kvplan {
-
-struct ProfileProgress {
-  const char* phase = "";  // "reference", "layers"
-  int layer = -1;          // layer being profiled (phase "layers")
-  size_t cells_done = 0;
-  size_t cells_total = 0;  // cells this run computes
-  double work_done = 0;    // in layer-forward equivalents, for the ETA
-  double work_total = 0;
-  double elapsed_s = 0;
-};
 
 struct ProfileOptions {
   // Empty = catalog_side_candidates() (side_candidates.h): every catalogue format for keys and for
@@ -59,17 +53,6 @@ struct ProfileOptions {
   std::function<void(const Profile&)> checkpoint;        // after each layer's cells
   std::function<void(const ProfileProgress&)> progress;  // serialized, from any thread
 };
-
-// K{8,4,2} x V{8,4,2} of the int formats: KV8, K8V4, K8V2, K4V8, KV4, K4V2, K2V8, K2V4, KV2
-// (KVTuner's joint pairs; `--candidates kvtuner`).
-std::vector<KvPair> kvtuner_candidates();
-
-// Parses "K8V4,KV4,q8_0/q4_0" (comma-separated KvPair names). Throws Error(kInvalidArgument) for an
-// unknown pair, a slot, a duplicate or an empty list.
-std::vector<KvPair> parse_candidates(const std::string& text);
-// --formats: comma-separated format names, or "all" (every format but f32). Throws
-// Error(kInvalidArgument) for an unknown, repeated or non-candidate format.
-std::vector<Format> parse_format_list(const std::string& text);
 
 // Indices of the dKL prompts among n (see above).
 std::vector<size_t> kl_prompt_indices(size_t n_prompts, int kl_prompts);

@@ -19,7 +19,7 @@ Profile merge_profiles(const std::vector<Profile>& shards, const std::vector<std
   out.shard_count = 1;
   out.reset_cells();
   std::set<int> seen_index;
-  nlohmann::ordered_json timings = nlohmann::ordered_json::array();
+  ProfileTimings timings;
   for (size_t s = 0; s < shards.size(); ++s) {
     const Profile& p = shards[s];
     const std::string diff = profile_identity_mismatch(first, p);
@@ -45,10 +45,8 @@ Profile merge_profiles(const std::vector<Profile>& shards, const std::vector<std
         out.cells[l][c] = p.cells[l][c];
       }
     }
-    nlohmann::ordered_json t = p.timings;
-    t["file"] = std::filesystem::path(names[s]).filename().string();
-    t["shard"] = fmt::format("{}/{}", p.shard_index, p.shard_count);
-    timings.push_back(t);
+    timings.shards.push_back({p.timings, std::filesystem::path(names[s]).filename().string(),
+                              fmt::format("{}/{}", p.shard_index, p.shard_count)});
   }
   if (!allow_incomplete) {
     size_t missing = 0;
@@ -70,7 +68,7 @@ Profile merge_profiles(const std::vector<Profile>& shards, const std::vector<std
            out.n_cells(), example);
     }
   }
-  out.timings = {{"shards", timings}};
+  out.timings = std::move(timings);
   // A layer's anchors may have been in another shard than its estimated cells.
   estimate_unmeasured_dkl(out);
   return out;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/format_bytes.h"
 #include "report/number_format.h"
 #include "report/report_charts.h"
 #include "report/report_text.h"
@@ -189,7 +190,7 @@ std::string memory_table(const ReportData& d) {
                        format_ratio(r.compression_vs_bf16));
     for (size_t i = 0; i < d.memory.contexts.size(); ++i) {
       out += fmt::format("<td>{}</td><td>{}</td>",
-                         format_bytes(static_cast<double>(r.bytes_per_sequence[i])),
+                         format_bytes(static_cast<double>(r.bytes_per_sequence[i]), 2, 3),
                          fit_cell(r.sequences_that_fit[i], d.memory.contexts[i]));
     }
     out += fmt::format("<td>{}</td></tr>\n", format_count(r.longest_context));
@@ -238,10 +239,11 @@ std::string html_report(const ReportData& d) {
   h += fmt::format(
       "<p>KV-cache bytes by the plan's layout (page of {} tokens), one sequence per context; "
       "'fits' is in {} of GPU memory{}.</p>\n",
-      d.quantization.block_size, esc(format_bytes(static_cast<double>(d.memory.gpu_memory_bytes))),
+      d.quantization.block_size,
+      esc(format_bytes(static_cast<double>(d.memory.gpu_memory_bytes), 2, 3)),
       d.memory.weights_bytes
           ? fmt::format(" less {} of weights",
-                        esc(format_bytes(static_cast<double>(d.memory.weights_bytes))))
+                        esc(format_bytes(static_cast<double>(d.memory.weights_bytes), 2, 3)))
           : std::string());
   if (!d.sliding_window_note.empty()) h += "<p>" + esc(d.sliding_window_note) + "</p>\n";
   h += memory_table(d);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/format_bytes.h"
 #include "report/number_format.h"
 #include "report/report_text.h"
 
@@ -125,9 +126,10 @@ std::string markdown_report(const ReportData& d) {
   m += fmt::format(
       "KV-cache bytes by the plan's layout (page of {} tokens), one sequence per context; "
       "'fits' is in {} of GPU memory{}.\n\n",
-      d.quantization.block_size, format_bytes(static_cast<double>(d.memory.gpu_memory_bytes)),
+      d.quantization.block_size, format_bytes(static_cast<double>(d.memory.gpu_memory_bytes), 2, 3),
       d.memory.weights_bytes
-          ? " less " + format_bytes(static_cast<double>(d.memory.weights_bytes)) + " of weights"
+          ? " less " + format_bytes(static_cast<double>(d.memory.weights_bytes), 2, 3) +
+                " of weights"
           : std::string());
   if (!d.sliding_window_note.empty()) m += d.sliding_window_note + "\n\n";
   std::vector<std::string> head = {"KV", "equivalent bits", "B/token", "vs bf16"};
@@ -143,7 +145,7 @@ std::string markdown_report(const ReportData& d) {
         format_count(static_cast<int64_t>(std::llround(r.bytes_per_token))),
         format_ratio(r.compression_vs_bf16)};
     for (size_t i = 0; i < d.memory.contexts.size(); ++i) {
-      cells.push_back(format_bytes(static_cast<double>(r.bytes_per_sequence[i])));
+      cells.push_back(format_bytes(static_cast<double>(r.bytes_per_sequence[i]), 2, 3));
       cells.push_back(fit_cell(r.sequences_that_fit[i], d.memory.contexts[i]));
     }
     cells.push_back(format_count(r.longest_context));

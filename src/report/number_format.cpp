@@ -26,18 +26,6 @@ std::string format_count(int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
-std::string format_bytes(double bytes) {
-  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
-  double v = bytes;
-  int unit = -1;
-  while (v >= 1024 && unit < 4) {
-    v /= 1024;
-    ++unit;
-  }
-  return fmt::format("{:.{}f} {}", v, v >= 100 ? 0 : v >= 10 ? 1 : 2, kUnits[unit]);
-}
-
 std::string format_ratio(double ratio) {
   return fmt::format("{:.2f}x", ratio);
 }

@@ -1,5 +1,6 @@
 // Number formatting shared by the HTML and Markdown reports, fixed so reports are byte-identical
-// for the same inputs (no locale, no platform-dependent float printing).
+// for the same inputs (no locale, no platform-dependent float printing). Byte sizes are core's
+// format_bytes(bytes, 2, 3): "512 B", "68.0 KiB", "4.00 GiB".
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,6 @@ std::string format_significant(double value, int digits = 4);
 
 // "12,960"
 std::string format_count(int64_t value);
-
-// "512 B", "68.0 KiB", "4.00 GiB" (binary units, three significant digits from KiB on).
-std::string format_bytes(double bytes);
 
 // "3.24x"
 std::string format_ratio(double ratio);

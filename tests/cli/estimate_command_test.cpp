@@ -131,7 +131,7 @@ TEST(EstimateCommand, GgufGemma3GlobalLayersKeepTheWholeContext) {
 // Its SWA cache allocates the 512-token window plus one 512-token ubatch of room; a sliding
 // layer holds the window, which is what kvplan counts.
 TEST(EstimateCommand, RealGemma3MatchesLlamaCppLayerCounts) {
-  KVPLAN_NEED_FILE(gemma3_path(), "run scripts/fetch-gemma3.sh");
+  KVPLAN_NEED_FILE(gemma3_path(), "run scripts/models/fetch-gemma3.sh");
   const RunResult r = run_kvplan("estimate --model " + gemma3_path().string() +
                                  " --kv f16/f16 --context 4096 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

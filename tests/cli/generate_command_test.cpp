@@ -1,5 +1,6 @@
-// `kvplan generate --trace-out`: each step's most likely tokens, what scripts/greedy_vs_llamacpp.py
-// reads to place a divergence from llama.cpp at a near-tie or not.
+// `kvplan generate --trace-out`: each step's most likely tokens, what
+// scripts/compare/greedy-vs-llamacpp.py reads to place a divergence from llama.cpp at a near-tie or
+// not.
 #include <filesystem>
 #include <string>
 

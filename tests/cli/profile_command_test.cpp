@@ -110,6 +110,62 @@ TEST_F(ProfileCommand, ShardsMergeToTheUnshardedFile) {
   EXPECT_EQ(a.dump(1), c.dump(1));
 }
 
+// The summary's text and JSON, byte for byte, on the committed stories260K profile "merged" alone
+// (a merge keeps every number, so the output does not depend on this machine).
+TEST_F(ProfileCommand, MergeOfTheCommittedProfilePrintsItsSummary) {
+  const std::string committed =
+      std::string(KVPLAN_SOURCE_DIR) + "/data/reference/stories260k/profile.json";
+  const std::string out = path("m.json");
+  const test::RunResult text = test::run_kvplan("-q profile merge -o " + out + " " + committed);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out,
+            "merged       1 shards -> " + out + "\n" + "profile      " + out +
+                " (170/170 cells)\n"
+                "model        llama, 5 layers, 34 candidate pairs\n"
+                "calibration  default.jsonl: 32 prompts, 4096 tokens (dKL: 8 prompts, 512 "
+                "positions)\n"
+                "K/V ratio    dkl_int4   186.375  (keys low / values low; > 1: keys more "
+                "sensitive)\n"
+                "K/V ratio    dkl_int2   30.165  (keys low / values low; > 1: keys more "
+                "sensitive)\n"
+                "K/V ratio    e_o_int4   9.993  (keys low / values low; > 1: keys more "
+                "sensitive)\n"
+                "K/V ratio    e_o_int2   5.362  (keys low / values low; > 1: keys more "
+                "sensitive)\n"
+                "dKL          re-run for 15 cells, estimated from o_mse for the other 155\n"
+                "additivity   joint pair vs its key + value sides: mean 0.6 %, worst 1.2 % "
+                "(layer 0, KV4) over 5 layers\n"
+                "8<4<2 bits   every metric, every layer\n");
+  const test::RunResult json =
+      test::run_kvplan("-q profile merge --json -o " + out + " " + committed);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const std::string head = R"({
+  "output_cells": 170,
+  "total_cells": 170,
+  "complete": true,
+  "key_value_ratio": {
+    "dkl_int4": 186.37492938652298,
+    "dkl_int2": 30.16484698658083,
+    "e_o_int4": 9.993321931338103,
+    "e_o_int2": 5.362301735640453
+  },
+  "additivity": {
+    "joint_cells": 5,
+    "mean_abs_rel_error": 0.00599274348466783,
+    "max_abs_rel_error": 0.011916099219699562,
+    "worst_layer": 0,
+    "worst_pair": "KV4"
+  },
+  "dkl_measured_cells": 15,
+  "monotonic_kv8_kv4_kv2": true,
+  "timings": {
+    "shards": [
+      {
+        "threads": 2,
+)";
+  EXPECT_EQ(json.out.substr(0, head.size()), head) << json.out;
+}
+
 TEST_F(ProfileCommand, BadInputExitsTwoWithOneLine) {
   write(path("empty.txt"), "");
   expect_bad_input(

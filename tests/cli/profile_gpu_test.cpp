@@ -36,8 +36,8 @@ TEST(ProfileOnGpu, AttentionMetricsMatchTheCpuPath) {
   ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
   const Profile a = read_profile((dir / "cpu.json").string());
   const Profile b = read_profile((dir / "gpu.json").string());
-  EXPECT_EQ(a.timings["attention_device"], "cpu");
-  EXPECT_EQ(b.timings["attention_device"], "gpu");
+  EXPECT_EQ(a.timings.attention_device.value_or(""), "cpu");
+  EXPECT_EQ(b.timings.attention_device.value_or(""), "gpu");
   ASSERT_EQ(a.cells.size(), b.cells.size());
   for (size_t l = 0; l < a.cells.size(); ++l) {
     for (size_t c = 0; c < a.cells[l].size(); ++c) {

@@ -29,7 +29,7 @@ class ReportCommand : public ::testing::Test {
   fs::path dir_;
 };
 
-// The reference budgets of scripts/regenerate-reports.sh, bytes per token.
+// The reference budgets of scripts/ci/regenerate-references.sh, bytes per token.
 const std::vector<std::pair<std::string, std::string>> kReferences = {
     {"stories260k", "320"},    {"stories260k", "360"},   {"smollm2-135m", "6480"},
     {"smollm2-135m", "12240"}, {"smollm2-135m", "5760"}, {"gemma3-270m", "5184"},
@@ -46,13 +46,13 @@ TEST_F(ReportCommand, CommittedReferenceReportsAreWhatTheCommandWritesToday) {
       // Compared without printing: a report is hundreds of KB.
       EXPECT_TRUE(slurp(out(file)) == slurp(reference(model, file)))
           << "data/reference/" << model << "/" << file
-          << " is stale: run scripts/regenerate-reports.sh --reports-only";
+          << " is stale: run scripts/ci/regenerate-references.sh --reports-only";
     }
   }
 }
 
-// The per-engine reference (scripts/engine-table.sh): kvplan's plan on the all-formats profile with
-// the table of the best plan each serving engine runs at the same budget.
+// The per-engine reference (scripts/compare/engine-table.sh): kvplan's plan on the all-formats
+// profile with the table of the best plan each serving engine runs at the same budget.
 TEST_F(ReportCommand, CommittedEngineTableIsWhatTheCommandWritesToday) {
   const std::string dir = "smollm2-135m";
   std::string plans;
@@ -69,7 +69,8 @@ TEST_F(ReportCommand, CommittedEngineTableIsWhatTheCommandWritesToday) {
                    " --engine-plans " + plans + " --format " + format + " -o " + out(file));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(slurp(out(file)) == slurp(reference(dir, "engines/" + file)))
-        << "data/reference/" << dir << "/engines/" << file << " is stale: run scripts/engine-table.sh";
+        << "data/reference/" << dir << "/engines/" << file
+        << " is stale: run scripts/compare/engine-table.sh";
   }
   // Every engine's plan keeps within the budget and runs on its engine as it is.
   const std::string md = slurp(reference(dir, "engines/report-engines-6480.md"));

@@ -238,7 +238,8 @@ TEST_F(TuneCommand, TurboquantSearchKeepsBoundaryLayersAndOnePreset) {
   // Below the boundary layers' own bytes (4 of 5 layers at 16 bits): one line, exit 2.
   const RunResult low = run_kvplan(tune("low.json", "--engine vllm-turboquant", "--max-bits 12"));
   EXPECT_EQ(low.exit_code, 2);
-  EXPECT_NE(low.err.find("vLLM TurboQuant keeps layers 0, 1, 3, 4 at the model's dtype"), std::string::npos)
+  EXPECT_NE(low.err.find("vLLM TurboQuant keeps layers 0, 1, 3, 4 at the model's dtype"),
+            std::string::npos)
       << low.err;
   EXPECT_FALSE(fs::exists(dir_ / "low.json"));
 }
@@ -283,7 +284,7 @@ TEST_F(TuneCommand, BadBudgetsAndMismatchedProfilesAreRefused) {
   ASSERT_EQ(run_kvplan(tune("z.json", "--profile-out " + (dir_ / "p.json").string())).exit_code, 0);
   KVPLAN_NEED_FILE(smol,
                    "the cross-model check needs SmolLM2: "
-                   "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
+                   "run scripts/models/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   r = run_kvplan("-q search --profile " + (dir_ / "p.json").string() + " --model " + smol.string() +
                  " --max-bits 8 -o " + (dir_ / "w.json").string());
   EXPECT_EQ(r.exit_code, 2);

@@ -1,5 +1,5 @@
 // Each engine's export checked against the grammar the engine documents. The flag names and value
-// sets are written here with their sources (docs/engine-kv-formats.md quotes them):
+// sets are written here with their sources (docs/engines.md quotes them):
 // - llama.cpp: -ctk/-ctv TYPE, TYPE from kv_cache_types in common/arg.cpp; -fa on for a
 //   quantized V (src/llama-context.cpp); the environment variable LLAMA_ATTN_ROT_DISABLE (any
 //   value) turns off its K/V rotation (PR #21038, src/llama-kv-cache.cpp);

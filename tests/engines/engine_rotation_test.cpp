@@ -1,5 +1,5 @@
 // Which formats an engine that rotates K/V stores, per head_dim and rotation setting. The facts
-// (docs/engine-kv-formats.md sections 5 and 6):
+// (docs/engines.md sections 5 and 6):
 // - llama.cpp PR #21038: quantized K and V rotated when head_dim % 64 == 0, K in blocks of the
 //   largest power of two dividing head_dim, V in blocks of 64; f16/bf16 never; the environment
 //   variable LLAMA_ATTN_ROT_DISABLE turns both off;

@@ -87,5 +87,18 @@ TEST(FormatSize, EffectiveBitsIncludeOverhead) {
   EXPECT_DOUBLE_EQ(effective_bits(Format::parse("int2"), 128, 128), 2.25);
 }
 
+TEST(FormatSize, RowCostAsTheFormatsTableListsIt) {
+  const RowCost q4 = row_cost(Format::parse("q4_0"), 128, 32);  // 4 blocks of 16 codes + f16
+  EXPECT_DOUBLE_EQ(q4.bytes, 72.0);
+  EXPECT_DOUBLE_EQ(q4.effective_bits, 4.5);
+  EXPECT_DOUBLE_EQ(q4.overhead_bits, 0.5);
+  // KIVI keys: 128 channels x (32 tokens x 4 bits + f16 scale and zero) per 32 tokens.
+  const RowCost kivi = row_cost(Format::parse("int4_kivi"), 128, 32);
+  EXPECT_DOUBLE_EQ(kivi.bytes, 128.0 * (16 + 4) / 32);
+  EXPECT_DOUBLE_EQ(kivi.effective_bits, 5.0);
+  EXPECT_DOUBLE_EQ(kivi.overhead_bits, 1.0);
+  EXPECT_THROW((void)row_cost(Format::parse("q8_0"), 8, 32), Error);
+}
+
 }  // namespace
 }  // namespace kvplan

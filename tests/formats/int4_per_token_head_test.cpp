@@ -1,6 +1,7 @@
 // vLLM's int4_per_token_head rows: byte identity with vLLM's own reshape_and_cache_int4
-// (data/int4_per_token_head_golden.json, written by scripts/vllm-reference.sh: vLLM 0.34.0's CPU
-// rotation and its Triton write kernel run by Triton's interpreter), and a row worked by hand.
+// (data/int4_per_token_head_golden.json, written by scripts/fixtures/vllm-reference.sh: vLLM
+// 0.34.0's CPU rotation and its Triton write kernel run by Triton's interpreter), and a row worked
+// by hand.
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -11,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/format_size.h"
+#include "formats/kv_format_math.h"
 #include "formats/pack.h"
 #include "hex.h"
-#include "formats/kv_format_math.h"
 
 namespace kvplan {
 namespace {

@@ -1,7 +1,7 @@
 // vLLM's int8_per_token_head rows: byte identity with vLLM's own per-token-head store
-// (data/int8_per_token_head_golden.json, written by scripts/vllm-reference.sh: vLLM 0.34.0's
-// _reshape_cache_per_token_head with int8 caches, run by Triton's interpreter), and rows worked by
-// hand, including the rounding vLLM's add-a-half-then-truncate store gives.
+// (data/int8_per_token_head_golden.json, written by scripts/fixtures/vllm-reference.sh: vLLM
+// 0.34.0's _reshape_cache_per_token_head with int8 caches, run by Triton's interpreter), and rows
+// worked by hand, including the rounding vLLM's add-a-half-then-truncate store gives.
 #include <fstream>
 #include <string>
 #include <vector>

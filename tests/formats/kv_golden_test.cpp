@@ -1,6 +1,6 @@
 // Byte-identity of the int, FP8 and iq4_nl formats with an independent implementation: expected
-// bytes come from tests/formats/golden/make_golden.py (Python written from the format definitions,
-// not from src/formats/kv_format_math.h) into golden/kv_golden.json. Inputs are regenerated here from
+// bytes come from scripts/fixtures/gen-kv-golden.py (Python written from the format definitions,
+// not from src/formats/kv_format_math.h) into data/kv_golden.json. Inputs are regenerated here from
 // the script's LCG and must match the stored f32 bits, so both sides quantize the same floats.
 #include <algorithm>
 #include <cmath>
@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/format_size.h"
+#include "formats/kv_row_format.h"
 #include "formats/pack.h"
 #include "hex.h"
-#include "formats/kv_row_format.h"
 
 namespace kvplan {
 namespace {
@@ -36,7 +36,7 @@ float from_bits(uint32_t u) {
   return v;
 }
 
-// make_golden.py's generator: every value is an integer times a power of two, so ldexp is exact.
+// gen-kv-golden.py's generator: every value is an integer times a power of two, so ldexp is exact.
 class Lcg {
  public:
   Lcg(uint32_t seed, uint32_t a, uint32_t c) : state_(seed), a_(a), c_(c) {}
@@ -110,8 +110,8 @@ std::vector<float> generate(const json& g, uint32_t a, uint32_t c) {
 }
 
 json load_golden() {
-  std::ifstream in(std::string(KVPLAN_SOURCE_DIR) + "/tests/formats/golden/kv_golden.json");
-  EXPECT_TRUE(in) << "missing tests/formats/golden/kv_golden.json";
+  std::ifstream in(std::string(KVPLAN_SOURCE_DIR) + "/tests/formats/data/kv_golden.json");
+  EXPECT_TRUE(in) << "missing tests/formats/data/kv_golden.json";
   return in ? json::parse(in) : json();
 }
 

@@ -1,5 +1,5 @@
 // vLLM TurboQuant rows (tq_fp8, tq_mse3/4, tq_int3/4): byte identity with vLLM's own store kernel
-// (data/turboquant_golden.json, written by scripts/vllm-reference.sh, which runs vLLM
+// (data/turboquant_golden.json, written by scripts/fixtures/vllm-reference.sh, which runs vLLM
 // 0.34.0's triton_turboquant_store.py on the CPU with Triton's interpreter), vLLM's codebooks
 // re-solved here, and values worked by hand.
 #include <bit>

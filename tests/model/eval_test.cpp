@@ -56,12 +56,12 @@ TEST(Eval, Stories260KPerplexityMatchesLlamaCpp) {
   EXPECT_NEAR(r.ppl_stderr, 0.0746, 0.002);  // its "±"
 }
 
-// Gemma 3 270M (Q4_K_M, scripts/fetch-gemma3.sh): interleaved local/global layers, Q/K and post
-// norms, GeGLU. llama.cpp rounds activations to 8 bits in its quantized products and looks GELU up
-// in an f16 table; kvplan multiplies in f32, so the two agree within 1 %, not to the digit.
+// Gemma 3 270M (Q4_K_M, scripts/models/fetch-gemma3.sh): interleaved local/global layers, Q/K and
+// post norms, GeGLU. llama.cpp rounds activations to 8 bits in its quantized products and looks
+// GELU up in an f16 table; kvplan multiplies in f32, so the two agree within 1 %, not to the digit.
 TEST(Eval, Gemma3PerplexityMatchesLlamaCpp) {
   const auto model = test::gemma3_path();
-  KVPLAN_NEED_FILE(model, "run scripts/fetch-gemma3.sh (or set KVPLAN_CACHE)");
+  KVPLAN_NEED_FILE(model, "run scripts/models/fetch-gemma3.sh (or set KVPLAN_CACHE)");
   KVPLAN_NEED_FILE(sample_text(), "test data: ../shared/data or $KVPLAN_TEST_DATA");
   const Loaded l = load(model);
   EvalOptions o;  // exact KV, n_ctx 256
@@ -93,7 +93,7 @@ TEST(Eval, Stories260KKlOrdering) {
 
 TEST(Eval, SmolLM2KlOrderingWhenPresent) {
   const auto model = test::smollm2_path();
-  KVPLAN_NEED_FILE(model, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
+  KVPLAN_NEED_FILE(model, "run scripts/models/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   KVPLAN_NEED_FILE(sample_text(), "test data: ../shared/data or $KVPLAN_TEST_DATA");
   const Loaded l = load(model);
   const EvalResult kv8 = eval_pair(l, "KV8", 1, 128), kv4 = eval_pair(l, "KV4", 1, 128),

@@ -1,8 +1,8 @@
 // Every family the harness runs from safetensors, against logits HF transformers computed for the
 // same tiny random-initialized checkpoint (tests/fixtures/hf, written by
-// scripts/make-hf-fixtures.sh): the independent reference for each family's conventions (Qwen3's
-// Q/K norms, Mistral's and Phi-3's windows, Phi-3's fused projections, Gemma 2's soft caps and
-// 1 + w norms, Gemma 3's local RoPE base and global-only RoPE scaling, ...).
+// scripts/fixtures/make-hf-fixtures.sh): the independent reference for each family's conventions
+// (Qwen3's Q/K norms, Mistral's and Phi-3's windows, Phi-3's fused projections, Gemma 2's soft caps
+// and 1 + w norms, Gemma 3's local RoPE base and global-only RoPE scaling, ...).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>

@@ -253,6 +253,16 @@ TEST(ModelFiles, GgufGetUintRefusesValuesPastUint64) {
                   {"b.gguf: metadata 'big' = 1", "expected a non-negative integer"});
 }
 
+TEST(ModelFiles, TensorTotalsCountValuesAndBytesAsStored) {
+  const std::vector<TensorSummary> tensors = {{"token_embd.weight", {512, 64}, "Q4_1", 20480},
+                                              {"output_norm.weight", {64}, "F32", 256},
+                                              {"scalar", {}, "F32", 4}};
+  const TensorTotals totals = tensor_totals(tensors);
+  EXPECT_EQ(totals.parameters, 512u * 64 + 64 + 1);
+  EXPECT_EQ(totals.bytes, 20480u + 256 + 4);
+  EXPECT_EQ(tensor_totals({}).parameters, 0u);
+}
+
 TEST(ModelFiles, FingerprintIgnoresWeightsButNotShapes) {
   const auto dir = test::temp_dir("fingerprint");
   const ModelInfo a = read_model_info(write_tiny_gguf(dir / "a.gguf", {}));

@@ -268,7 +268,7 @@ TEST_F(Stories, GreedyTextFromOnceUponATime) {
 
 TEST(SmolLM2, GreedyAnswerWhenPresent) {
   const auto path = test::smollm2_path();
-  KVPLAN_NEED_FILE(path, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
+  KVPLAN_NEED_FILE(path, "run scripts/models/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   const ModelWeights w = load_model_weights(path);
   EXPECT_EQ(w.config.n_layers, 30);
   EXPECT_EQ(w.config.head_dim, 64);

@@ -129,7 +129,7 @@ TEST_F(StoriesCalibration, RefusesTokensOutsideTheVocabulary) {
 
 TEST(CalibrationSmolLM2, MessagesUseTheChatTemplate) {
   const auto path = test::smollm2_path();
-  KVPLAN_NEED_FILE(path, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
+  KVPLAN_NEED_FILE(path, "run scripts/models/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   const ModelInfo info = read_model_info(path);
   const auto tok = load_model_tokenizer(path);
   const auto items = parse_calibration_text(

@@ -34,7 +34,7 @@ Profile sample(int shard_index = 0, int shard_count = 1) {
       p.cells[l][c] = cell;
     }
   }
-  p.timings = {{"total_s", 1.5}};
+  p.timings.total_s = 1.5;
   return p;
 }
 

@@ -16,6 +16,7 @@
 #include "core/file_io.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
+#include "profile/candidate_lists.h"
 #include "profile/dkl_estimate.h"
 #include "profile/kv_roundtrip.h"
 #include "profile/metrics.h"
@@ -325,7 +326,7 @@ TEST_F(StoriesProfile, ResumeComputesOnlyMissingCellsAndMatches) {
   o.checkpoint = [&](const Profile&) { ++checkpoints; };
   const Profile resumed = run(o);
   EXPECT_EQ(checkpoints, 3);  // layers 0, 2, 4 only
-  EXPECT_EQ(resumed.timings["cells_computed"].get<size_t>(), 3 * resumed.candidates.size());
+  EXPECT_EQ(resumed.timings.cells_computed, static_cast<int64_t>(3 * resumed.candidates.size()));
   EXPECT_EQ(without_timings(resumed), without_timings(whole));
 
   ProfileOptions bad = options();
@@ -366,15 +367,11 @@ TEST_F(StoriesProfile, BadOptionsAreRefused) {
   o = options();
   o.layers = {7};
   EXPECT_THROW(run(o), Error);
-  EXPECT_THROW(parse_candidates("KV8,KV8"), Error);
-  EXPECT_THROW(parse_candidates("slot:134"), Error);
-  EXPECT_THROW(parse_candidates("K9V4"), Error);
-  EXPECT_THROW(parse_candidates(" , "), Error);
 }
 
 TEST(ProfilerSmolLM2, MonotonicAndKeysMoreSensitiveOnSampledLayers) {
   const auto path = test::smollm2_path();
-  KVPLAN_NEED_FILE(path, "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)");
+  KVPLAN_NEED_FILE(path, "run scripts/models/fetch-smollm2.sh (or set KVPLAN_CACHE)");
   const auto m = load(path);
   const CalibrationSet cal = load_calibration(kDefaultSet, *m->tokenizer, m->weights.config,
                                               {.max_tokens = 48, .num_prompts = 4});

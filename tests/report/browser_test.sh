@@ -15,7 +15,7 @@ readonly width=1280 height=2000 charts=4
 
 browser="$(command -v chromium || command -v chromium-browser || true)"
 if [[ -z "${browser}" ]]; then
-  echo "SKIP: chromium is not installed (scripts/install-deps.sh installs it)"
+  echo "SKIP: chromium is not installed (scripts/setup/install-deps.sh installs it)"
   exit 77
 fi
 "${browser}" --version 2>/dev/null || true

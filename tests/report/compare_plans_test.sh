@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# scripts/compare-plans.py, the drift check of scripts/regenerate-reports.sh --check: a plan agrees
-# with itself and with a copy whose `created` time and mean KL moved within the tolerance; it
-# must disagree when one layer's format changes or a mean KL moves beyond the tolerance.
+# scripts/ci/compare-plans.py, the drift check of scripts/ci/regenerate-references.sh --check: a
+# plan agrees with itself and with a copy whose `created` time and mean KL moved within the
+# tolerance; it must disagree when one layer's format changes or a mean KL moves beyond the
+# tolerance.
 set -euo pipefail
 source_dir="$1"
-compare="${source_dir}/scripts/compare-plans.py"
+compare="${source_dir}/scripts/ci/compare-plans.py"
 plan="${source_dir}/data/reference/stories260k/plan-320.json"
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT

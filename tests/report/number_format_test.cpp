@@ -14,14 +14,10 @@ TEST(NumberFormat, SignificantDigits) {
   EXPECT_EQ(format_significant(1.0 / 0.0), "n/a");
 }
 
-TEST(NumberFormat, CountsBytesRatiosPercent) {
+TEST(NumberFormat, CountsRatiosPercent) {
   EXPECT_EQ(format_count(12960), "12,960");
   EXPECT_EQ(format_count(999), "999");
   EXPECT_EQ(format_count(-1234567), "-1,234,567");
-  EXPECT_EQ(format_bytes(136), "136 B");
-  EXPECT_EQ(format_bytes(4.0 * (1 << 30)), "4.00 GiB");
-  EXPECT_EQ(format_bytes(68.0 * 1024), "68.0 KiB");
-  EXPECT_EQ(format_bytes(512.0 * (1 << 20)), "512 MiB");
   EXPECT_EQ(format_ratio(3.2432432432432434), "3.24x");
   EXPECT_EQ(format_percent(0.8240963855421687), "82.41 %");
 }

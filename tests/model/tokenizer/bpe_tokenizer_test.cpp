@@ -17,8 +17,9 @@
 namespace kvplan {
 namespace {
 
-#define SKIP_WITHOUT_SMOLLM2() \
-  KVPLAN_NEED_FILE(test::smollm2_path(), "run scripts/fetch-smollm2.sh (or set KVPLAN_CACHE)")
+#define SKIP_WITHOUT_SMOLLM2()           \
+  KVPLAN_NEED_FILE(test::smollm2_path(), \
+                   "run scripts/models/fetch-smollm2.sh (or set KVPLAN_CACHE)")
 
 const Tokenizer& smollm2() {
   static const std::unique_ptr<Tokenizer> tok = [] {

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Regenerates the reference precision plans and reports in data/reference/<model>/ from scratch:
+# profile the model (`kvplan tune --profile-out`), search the plan, then write report.html and
+# report.md (`kvplan report`). The CI job of .github/workflows/plans.yml runs it with --check.
+#
+#   scripts/ci/regenerate-references.sh                     # every model, rewrite data/reference/<model>/
+#   scripts/ci/regenerate-references.sh --only stories260k  # one model (stories260k | smollm2-135m |
+#                                                           # gemma3-270m)
+#   scripts/ci/regenerate-references.sh --check             # regenerate into a temporary folder and
+#                                                           # fail when a plan drifted (see below)
+#   scripts/ci/regenerate-references.sh --reports-only      # only report.html / report.md, from the
+#                                                           # committed profile and plan (seconds)
+#
+# --check fails (exit 1) when a regenerated plan differs from the committed one beyond the
+# tolerance of scripts/ci/compare-plans.py: every layer's key and value formats identical, and every
+# measured mean KL (the plan's and each uniform baseline's) within 0.1 % relative. It also fails
+# when a committed report is not byte-identical to what `kvplan report` writes today from the
+# committed profile and plan. Each model has one profile and a plan per budget (bytes per token),
+# plan-<bytes>.json with report-<bytes>.html/.md: stories260k at 320 (uniform int4 or fp8) and 360
+# B/token, smollm2-135m at 5760 (uniform K4V2), 6480 (q4_0/q4_0) and 12240 (q8_0/q8_0) B/token,
+# gemma3-270m at 5184 (q4_0/q4_0) and 9792 (q8_0/q8_0) B/token. Every plan is chosen on
+# configs/calibration/selection.jsonl and measured on configs/calibration/report.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
+models_dir="${KVPLAN_TEST_MODELS:-../shared/models}"
+cache="${KVPLAN_CACHE:-${HOME}/.cache/kvplan}"
+readonly kl_tolerance=0.001
+# Memory table of every reference report (also the command's defaults).
+readonly report_flags=(--gpu-memory 80GiB --context 4096,32768,131072)
+
+only="" check=0 reports_only=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --only) only="${2:?--only needs a model: stories260k, smollm2-135m or gemma3-270m}"; shift 2 ;;
+    --check) check=1; shift ;;
+    --reports-only) reports_only=1; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "regenerate-references: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "${only}" in
+  ""|stories260k|smollm2-135m|gemma3-270m) ;;
+  *) echo "regenerate-references: --only ${only}: expected stories260k, smollm2-135m or" \
+       "gemma3-270m" >&2
+     exit 2 ;;
+esac
+[[ -x "${kvplan}" ]] ||
+  { echo "regenerate-references: ${kvplan} not built (scripts/setup/build.sh)" >&2; exit 2; }
+
+model_file() {
+  case "$1" in
+    stories260k) echo "${models_dir}/stories260K.gguf" ;;
+    smollm2-135m) scripts/models/fetch-smollm2.sh >&2; echo "${cache}/SmolLM2-135M-Instruct.Q4_1.gguf" ;;
+    gemma3-270m) scripts/models/fetch-gemma3.sh >&2; echo "${cache}/gemma-3-270m-q4_k_m.gguf" ;;
+  esac
+}
+
+budgets() {  # MODEL: the reference budgets, bytes per token; the first one is tuned
+  case "$1" in
+    stories260k) echo "320 360" ;;
+    smollm2-135m) echo "6480 12240 5760" ;;
+    gemma3-270m) echo "5184 9792" ;;
+  esac
+}
+
+# Extra flags of the searches after the first budget (none today: every budget runs the
+# defaults `tune` uses).
+search_flags() {  # MODEL
+  case "$1" in
+    *) echo "" ;;
+  esac
+}
+
+# One profile (tune at the first budget) and a plan per budget from it.
+make_plans() {  # MODEL OUT_DIR
+  local name="$1" out="$2" model first="" budget
+  model="$(model_file "${name}")"
+  [[ -f "${model}" ]] || { echo "regenerate-references: ${model} is missing" >&2; exit 2; }
+  for budget in $(budgets "${name}"); do
+    if [[ -z "${first}" ]]; then
+      first="${budget}"
+      "${kvplan}" tune --model "${model}" --max-bytes-per-token "${budget}" \
+        -o "${out}/plan-${budget}.json" --profile-out "${out}/profile.json"
+    else
+      # shellcheck disable=SC2046  # the flags are words
+      "${kvplan}" search --profile "${out}/profile.json" --model "${model}" \
+        --max-bytes-per-token "${budget}" $(search_flags "${name}") -o "${out}/plan-${budget}.json"
+    fi
+  done
+}
+
+make_reports() {  # MODEL DIR: report-<bytes>.html/.md from DIR/profile.json and DIR/plan-<bytes>.json
+  local name="$1" dir="$2" format budget
+  for budget in $(budgets "${name}"); do
+    for format in html md; do
+      "${kvplan}" -q report --profile "${dir}/profile.json" --plan "${dir}/plan-${budget}.json" \
+        "${report_flags[@]}" --format "${format}" -o "${dir}/report-${budget}.${format}"
+    done
+  done
+}
+
+status=0
+for name in stories260k smollm2-135m gemma3-270m; do
+  [[ -z "${only}" || "${only}" == "${name}" ]] || continue
+  dir="data/reference/${name}"
+  start=${SECONDS}
+  echo "== ${name}"
+  if [[ ${reports_only} -eq 1 ]]; then
+    make_reports "${name}" "${dir}"
+  elif [[ ${check} -eq 0 ]]; then
+    tmp="$(mktemp -d)"
+    make_plans "${name}" "${tmp}"
+    make_reports "${name}" "${tmp}"
+    mkdir -p "${dir}"
+    rm -f "${dir}"/plan*.json "${dir}"/report*.html "${dir}"/report*.md
+    cp "${tmp}"/*.json "${tmp}"/report-* "${dir}/"
+    rm -rf "${tmp}"
+  else
+    tmp="$(mktemp -d)"
+    # The committed reports must be what the command writes today from the committed inputs.
+    cp "${dir}/profile.json" "${dir}"/plan-*.json "${tmp}/"
+    make_reports "${name}" "${tmp}"
+    for report in "${tmp}"/report-*; do
+      if ! cmp -s "${report}" "${dir}/$(basename "${report}")"; then
+        echo "regenerate-references: ${dir}/$(basename "${report}") is stale (run --reports-only)" >&2
+        status=1
+      fi
+    done
+    # A plan regenerated from scratch must match the committed one within the tolerance.
+    rm -f "${tmp}"/*.json
+    make_plans "${name}" "${tmp}"
+    for plan in "${tmp}"/plan*.json; do
+      scripts/ci/compare-plans.py --kl-tolerance "${kl_tolerance}" \
+        "${dir}/$(basename "${plan}")" "${plan}" || status=1
+    done
+    rm -rf "${tmp}"
+  fi
+  echo "== ${name}: $((SECONDS - start)) s"
+done
+exit ${status}
