@@ -9,13 +9,15 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
-#include "core/format_bytes.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/format_bytes.h"
 #include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/load_tokenizer.h"
@@ -23,6 +25,7 @@
 #include "model/transformer.h"
 #include "plan/plan.h"
 #include "profile/calibration.h"
+#include "report/serving_report.h"
 #include "serve/serving_loop.h"
 #include "serve/workload.h"
 
@@ -30,7 +33,7 @@ namespace kvplan::cli {
 namespace {
 
 struct BenchServeOptions {
-  std::string model, text, host_memory = "1GiB", disk;
+  std::string model, text, host_memory = "1GiB", disk, html;
   std::vector<std::string> kv = {"bf16/bf16"};
   std::vector<std::string> kv_memory = {"64MiB"};
   serve::WorkloadOptions workload;
@@ -137,17 +140,48 @@ nlohmann::ordered_json row_json(const Row& row) {
           {"ttft_s", ttft}};
 }
 
-void print_text(const std::string& model, const serve::WorkloadOptions& w,
-                const BenchServeOptions& o, const std::vector<Row>& rows) {
-  std::printf(
-      "model %s; workload: %d users x %d rounds, system %lld + document %lld + question %lld "
-      "tokens, answers %lld tokens, a user every %.3g s, think %.3g s, document reuse %.2f, seed "
-      "%llu; chunks of %zu tokens, host tier %s%s\n\n",
-      model.c_str(), w.users, w.rounds, static_cast<long long>(w.system_tokens),
-      static_cast<long long>(w.document_tokens), static_cast<long long>(w.question_tokens),
-      static_cast<long long>(w.answer_tokens), w.user_interval_s, w.think_time_s, w.document_reuse,
-      static_cast<unsigned long long>(w.seed), o.chunk_tokens, o.host_memory.c_str(),
-      o.disk.empty() ? "" : (", disk " + o.disk).c_str());
+std::string workload_line(const serve::WorkloadOptions& w, const BenchServeOptions& o) {
+  return fmt::format(
+      "workload: {} users x {} rounds, system {} + document {} + question {} tokens, answers {} "
+      "tokens, a user every {:.3g} s, think {:.3g} s, document reuse {:.2f}, seed {}; chunks of {} "
+      "tokens, host tier {}{}{}",
+      w.users, w.rounds, w.system_tokens, w.document_tokens, w.question_tokens, w.answer_tokens,
+      w.user_interval_s, w.think_time_s, w.document_reuse, w.seed, o.chunk_tokens, o.host_memory,
+      o.disk.empty() ? "" : ", disk " + o.disk,
+      o.duration_s > 0 ? fmt::format(", {:.3g} s of serving", o.duration_s) : "");
+}
+
+void write_html(const std::string& path, const std::string& model, const std::string& workload,
+                const std::vector<Row>& rows) {
+  report::ServingReport r{.model = model, .workload = workload, .runs = {}};
+  for (const Row& row : rows) {
+    const serve::ServeSummary& s = row.summary;
+    report::ServingRun run{.kv = row.result.label,
+                           .kv_memory_bytes = row.kv_memory,
+                           .bytes_per_token = row.result.bytes_per_token,
+                           .requests = s.requests,
+                           .completed = s.completed,
+                           .ttft_p50_s = s.ttft_p50_s,
+                           .ttft_p95_s = s.ttft_p95_s,
+                           .ttft_p99_s = s.ttft_p99_s,
+                           .itl_mean_s = s.itl_mean_s,
+                           .decode_tokens_per_s = s.decode_tokens_per_s,
+                           .computed_tokens = s.computed_tokens,
+                           .restored_tokens = s.restored_tokens,
+                           .served_mean_kl = row.result.served_mean_kl,
+                           .served_top1 = row.result.served_top1,
+                           .ttft_s = {}};
+    for (const serve::RequestRecord& rec : row.result.requests) {
+      if (rec.completed) run.ttft_s.push_back(rec.first_token_s - rec.arrival_s);
+    }
+    r.runs.push_back(std::move(run));
+  }
+  write_file_atomic(path, report::serving_html(r));
+}
+
+void print_text(const std::string& model, const std::string& workload, const BenchServeOptions& o,
+                const std::vector<Row>& rows) {
+  std::printf("model %s; %s\n\n", model.c_str(), workload.c_str());
   std::printf("%-22s %10s %9s %6s %9s %9s %9s %8s %9s %10s %10s %6s %6s %9s %7s\n", "kv",
               "kv memory", "B/token", "done", "TTFT p50", "TTFT p95", "TTFT p99", "ITL ms", "tok/s",
               "computed", "restored", "host", "disk", "served KL", "top-1");
@@ -207,6 +241,8 @@ void run_bench_serve(const BenchServeOptions& o) {
       rows.push_back(std::move(row));
     }
   }
+  const std::string workload_text = workload_line(workload.options, o);
+  if (!o.html.empty()) write_html(o.html, weights.config.name, workload_text, rows);
   if (o.json) {
     nlohmann::ordered_json runs = nlohmann::ordered_json::array();
     for (const Row& row : rows) runs.push_back(row_json(row));
@@ -218,7 +254,7 @@ void run_bench_serve(const BenchServeOptions& o) {
                     .c_str());
     return;
   }
-  print_text(weights.config.name, workload.options, o, rows);
+  print_text(weights.config.name, workload_text, o, rows);
 }
 
 }  // namespace
@@ -266,6 +302,8 @@ void register_bench_serve_command(CLI::App* bench) {
                   "Requests whose served distributions are compared with exact KV (default 4)");
   cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)");
   cmd->add_flag("--json", o->json, "Print the result as JSON");
+  cmd->add_option("--html", o->html,
+                  "Also write an HTML page: the table, TTFT CDFs and the KV memory sweep");
   cmd->callback([o] { run_bench_serve(*o); });
 }
 
