@@ -157,6 +157,8 @@ void run_bench_kv(const BenchKvOptions& o) {
       resolve_kv_flags(o.kv, kv_geometry(weights.config), weights.config.source, QuantSettings{});
   const std::vector<Config> configs = configs_of(kv);
   if (configs.empty()) fail(ErrorCode::kInvalidArgument, "--kv or --plan: nothing to measure");
+  // A configuration the model's rows cannot take is refused before anything runs.
+  for (const Config& c : configs) (void)KvCache(weights.config, c.options);
   const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
   const std::filesystem::path text = o.text.empty() ? config_dir() / "calibration" / "report.jsonl"
                                                     : std::filesystem::path(o.text);

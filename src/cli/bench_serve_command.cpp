@@ -26,6 +26,7 @@
 #include "plan/plan.h"
 #include "profile/calibration.h"
 #include "report/serving_report.h"
+#include "serve/prefix_cache.h"
 #include "serve/serving_loop.h"
 #include "serve/workload.h"
 
@@ -211,6 +212,8 @@ void run_bench_serve(const BenchServeOptions& o) {
   const ModelWeights weights = load_model_weights(o.model);
   set_compute_threads(o.threads);
   const std::vector<Config> configs = configs_of(o.kv, weights);
+  // A configuration the model's rows cannot take is refused before anything runs.
+  for (const Config& c : configs) (void)KvCache(weights.config, serve::cache_options(c.plan));
   std::vector<uint64_t> memories;
   for (const std::string& m : o.kv_memory) memories.push_back(parse_byte_size(m, "--kv-memory"));
   const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
