@@ -1,6 +1,6 @@
-# Builds llama.cpp's llama-perplexity and llama-simple once into the kvplan cache, from the llama.cpp
-# source the PyPI sdist llama-cpp-python==0.3.36 carries (vendor/llama.cpp), verified by the
-# sdist's sha256. A benchmark and comparison tool only: never a dependency of kvplan.
+# Builds llama.cpp's llama-perplexity, llama-simple and llama-bench once into the kvplan cache,
+# from the llama.cpp source the PyPI sdist llama-cpp-python==0.3.36 carries (vendor/llama.cpp),
+# verified by the sdist's sha256. A benchmark and comparison tool only: never a dependency of kvplan.
 #
 # Sourced by scripts that define die() and cache; sets llama_bin ($KVPLAN_LLAMACPP_BIN, a directory
 # holding binaries already built from that source, skips the download and build).
@@ -10,7 +10,8 @@ llama_src="${cache}/llama.cpp-${SDIST_VERSION}"
 llama_bin="${KVPLAN_LLAMACPP_BIN:-${llama_src}/build/bin}"
 
 build_llamacpp() {
-  [[ -x "${llama_bin}/llama-perplexity" && -x "${llama_bin}/llama-simple" ]] && return 0
+  [[ -x "${llama_bin}/llama-perplexity" && -x "${llama_bin}/llama-simple" &&
+    -x "${llama_bin}/llama-bench" ]] && return 0
   local work
   work=$(mktemp -d "${cache}/.llama.cpp.XXXXXX")
   if [[ ! -f "${llama_src}/CMakeLists.txt" ]]; then
@@ -25,11 +26,12 @@ build_llamacpp() {
     rm -rf "${llama_src}"
     mv "${work}/llama_cpp_python-${SDIST_VERSION}/vendor/llama.cpp" "${llama_src}"
   fi
-  echo "build-llamacpp: building llama-perplexity and llama-simple (a few minutes)" >&2
+  echo "build-llamacpp: building llama-perplexity, llama-simple and llama-bench (a few minutes)" >&2
   cmake -S "${llama_src}" -B "${llama_src}/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >"${work}/cmake.log" 2>&1 ||
     { cat "${work}/cmake.log" >&2; die "cmake of llama.cpp failed"; }
-  cmake --build "${llama_src}/build" -j "$(nproc)" --target llama-perplexity llama-simple \
-    >"${work}/build.log" 2>&1 || { tail -30 "${work}/build.log" >&2; die "building llama.cpp failed"; }
+  cmake --build "${llama_src}/build" -j "$(nproc)" \
+    --target llama-perplexity llama-simple llama-bench >"${work}/build.log" 2>&1 ||
+    { tail -30 "${work}/build.log" >&2; die "building llama.cpp failed"; }
   rm -rf "${work}"
 }
