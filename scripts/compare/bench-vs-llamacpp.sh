@@ -5,8 +5,8 @@
 # loading excluded), the ratio kvplan / llama.cpp, wall seconds (loading included) and peak RSS.
 #
 # llama.cpp is a benchmark-only tool here, never a dependency of kvplan:
-# scripts/compare/build-llamacpp.sh builds it once into the cache from the llama.cpp source the PyPI sdist llama-cpp-python==0.3.36
-# carries (vendor/llama.cpp), verified by the sdist's sha256.
+# scripts/compare/build-llamacpp.sh builds it once into the cache from the llama.cpp source the
+# PyPI sdist llama-cpp-python==0.3.36 carries (vendor/llama.cpp), verified by the sdist's sha256.
 #
 #   scripts/compare/bench-vs-llamacpp.sh                 # every model present, 16 chunks
 #   KVPLAN_BENCH_CHUNKS=38 KVPLAN_BENCH_THREADS=2 scripts/compare/bench-vs-llamacpp.sh

@@ -27,7 +27,11 @@ build_llamacpp() {
     mv "${work}/llama_cpp_python-${SDIST_VERSION}/vendor/llama.cpp" "${llama_src}"
   fi
   echo "build-llamacpp: building llama-perplexity, llama-simple and llama-bench (a few minutes)" >&2
+  # ggml's native build turns on its AMX path wherever the CPU lists AMX, but a virtual machine
+  # may not grant a process the tile state, and the first matmul then dies on ldtilecfg.
+  local no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   cmake -S "${llama_src}" -B "${llama_src}/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_FLAGS="${no_amx}" -DCMAKE_CXX_FLAGS="${no_amx}" \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >"${work}/cmake.log" 2>&1 ||
     { cat "${work}/cmake.log" >&2; die "cmake of llama.cpp failed"; }
   cmake --build "${llama_src}/build" -j "$(nproc)" \

@@ -35,11 +35,19 @@ std::string format_names_for_help() {
   return names + "slot:N";
 }
 
+// Ids are below 256 (an id past it stops this table from compiling), so a table indexed by id
+// answers in one load: attention asks for a format's traits for every tile it reads.
+constexpr size_t kIdLimit = 256;
+constexpr std::array<const KvFormatTraits*, kIdLimit> kTraitsById = [] {
+  std::array<const KvFormatTraits*, kIdLimit> by_id{};
+  for (const KvFormatTraits& info : kKvFormatTable) by_id.at(static_cast<size_t>(info.id)) = &info;
+  return by_id;
+}();
+
 const KvFormatTraits& Format::info() const {
   if (id_ == FormatId::kSlot) return kSlotTraits;
-  for (const KvFormatTraits& info : kKvFormatTable) {
-    if (info.id == id_) return info;
-  }
+  const auto index = static_cast<size_t>(id_);
+  if (index < kIdLimit && kTraitsById[index] != nullptr) return *kTraitsById[index];
   fail(ErrorCode::kInternal, "format id {} has no catalogue entry", static_cast<int>(id_));
 }
 
