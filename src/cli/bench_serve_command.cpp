@@ -61,9 +61,10 @@ std::vector<Config> configs_of(const std::vector<std::string>& kv, const ModelWe
       out.push_back({"plan:" + std::filesystem::path(item).filename().string(), std::move(plan)});
       continue;
     }
+    // Labelled as typed: a pair's canonical name can be a shorthand (bf16/bf16 is KV16).
     const KvPair pair = KvPair::parse(item);
     out.push_back(
-        {pair.name(), plan_of_pairs(model, std::vector<KvPair>(model.geometry.layers.size(), pair),
+        {item, plan_of_pairs(model, std::vector<KvPair>(model.geometry.layers.size(), pair),
                                     QuantSettings{})});
   }
   return out;
