@@ -65,7 +65,7 @@ std::vector<Config> configs_of(const std::vector<std::string>& kv, const ModelWe
     const KvPair pair = KvPair::parse(item);
     out.push_back(
         {item, plan_of_pairs(model, std::vector<KvPair>(model.geometry.layers.size(), pair),
-                                    QuantSettings{})});
+                             QuantSettings{})});
   }
   return out;
 }

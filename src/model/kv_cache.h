@@ -86,6 +86,7 @@ class LayerKvCache {
 
   // Pages of committed tokens: page p holds tokens [p * block_size, (p + 1) * block_size).
   [[nodiscard]] size_t n_pages() const { return k_pages_.size(); }
+  [[nodiscard]] bool holds_page(size_t p) const { return p < k_pages_.size() && k_pages_[p]; }
   [[nodiscard]] const uint8_t* page(KvSide side, size_t p) const;
   [[nodiscard]] uint8_t* page(KvSide side, size_t p);
   // An empty layer takes `n` committed tokens (whole pages) whose bytes the caller then writes

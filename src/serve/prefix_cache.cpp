@@ -76,7 +76,8 @@ PrefixRestore PrefixCache::restore(std::span<const int32_t> tokens, KvCache& cac
   return r;
 }
 
-size_t PrefixCache::store(std::span<const int32_t> tokens, const KvCache& cache) {
+size_t PrefixCache::store(std::span<const int32_t> tokens, const KvCache& cache,
+                          size_t first_chunk) {
   const size_t chunk = chunk_tokens();
   const size_t chunks = std::min(committed_tokens(cache), tokens.size()) / chunk;
   if (chunks == 0) return 0;
@@ -84,7 +85,11 @@ size_t PrefixCache::store(std::span<const int32_t> tokens, const KvCache& cache)
   const std::vector<uint64_t> keys = runtime_.keys(ids);
   const PlanLayout& layout = runtime_.layout();
   size_t stored = 0;
-  for (size_t c = 0; c < chunks; ++c) {
+  for (size_t c = first_chunk; c < chunks; ++c) {
+    const size_t first_page = c * layout.pages_per_chunk();
+    for (int l = 0; l < cache.n_layers(); ++l) {
+      if (!cache.layer(l).holds_page(first_page)) return stored;  // behind a sliding window
+    }
     // nullopt: the device holds the chunk already (restored or stored before), or no slot is
     // free; either way there is nothing to store now.
     const std::optional<DeviceChunk> d = runtime_.try_acquire_device(keys[c]);
@@ -106,6 +111,19 @@ size_t PrefixCache::store(std::span<const int32_t> tokens, const KvCache& cache)
     runtime_.release(*d);
   }
   return stored;
+}
+
+RowMatrix PrefixCache::prefill_storing(const Transformer& model, std::span<const int32_t> tokens,
+                                       size_t from, KvCache& cache) {
+  const size_t chunk = chunk_tokens();
+  RowMatrix logits;
+  for (size_t t = from; t < tokens.size();) {
+    const size_t end = std::min(tokens.size(), (t / chunk + 1) * chunk);
+    logits = model.forward(tokens.subspan(t, end - t), cache, nullptr, {.last_logits_only = true});
+    if (end % chunk == 0) (void)store(tokens.first(end), cache, end / chunk - 1);
+    t = end;
+  }
+  return logits;
 }
 
 RowMatrix prefill_aligned(const Transformer& model, std::span<const int32_t> tokens, size_t from,

@@ -51,9 +51,15 @@ class PrefixCache {
   // Restores into the empty `cache` the longest stored prefix of `tokens`, leaving at least one
   // token to compute (the last token's logits are needed).
   PrefixRestore restore(std::span<const int32_t> tokens, KvCache& cache);
-  // Stores the whole chunks of `tokens` that `cache` holds committed in every layer and that the
-  // device tier does not hold already; waits for the copies; returns how many were stored.
-  size_t store(std::span<const int32_t> tokens, const KvCache& cache);
+  // Stores the whole chunks of `tokens`, from `first_chunk` on, that `cache` holds committed in
+  // every layer and that the device tier does not hold already; stops at a chunk a sliding window
+  // has freed; waits for the copies; returns how many were stored.
+  size_t store(std::span<const int32_t> tokens, const KvCache& cache, size_t first_chunk = 0);
+
+  // prefill_aligned, storing each whole chunk as soon as it is computed: a sliding-window layer
+  // frees the pages behind its window, so a long prompt's first chunks are gone by its end.
+  RowMatrix prefill_storing(const Transformer& model, std::span<const int32_t> tokens, size_t from,
+                            KvCache& cache);
 
  private:
   OffloadRuntime runtime_;

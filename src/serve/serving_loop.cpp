@@ -100,7 +100,6 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
   r.bytes_per_token = kv_bytes_per_token(geometry, pairs, settings);
   const KvCacheOptions cache = cache_options(plan);
   PrefixCache prefixes(plan, runtime_options(plan, w, o));
-  const size_t chunk = prefixes.chunk_tokens();
   const int64_t answer = w.options.answer_tokens;
 
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals;
@@ -148,7 +147,7 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
       const auto start = Clock::now();
       const PrefixRestore restored = prefixes.restore(turn.prompt, *seq.cache);
       const RowMatrix logits =
-          prefill_aligned(model, turn.prompt, restored.tokens, *seq.cache, chunk);
+          prefixes.prefill_storing(model, turn.prompt, restored.tokens, *seq.cache);
       now += seconds_since(start);
       rec.restored_tokens = static_cast<int64_t>(restored.tokens);
       rec.computed_tokens = rec.prompt_tokens - rec.restored_tokens;
@@ -190,7 +189,8 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
         r.requests[seq.record].token_s.push_back(now);
       }
     }
-    // Finished requests leave: their prompt's chunks are stored, the user comes back later.
+    // Finished requests leave (their prompt's chunks were stored as they were computed); the user
+    // comes back later.
     for (auto it = running.begin(); it != running.end();) {
       if (static_cast<int64_t>(it->generated.size()) < answer) {
         ++it;
@@ -198,9 +198,6 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
       }
       RequestRecord& rec = r.requests[it->record];
       const Turn& turn = w.turn(rec.user, rec.round);
-      const auto start = Clock::now();
-      (void)prefixes.store(turn.prompt, *it->cache);
-      now += seconds_since(start);
       rec.finished_s = now;
       rec.completed = true;
       used -= it->reserved;

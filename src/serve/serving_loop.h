@@ -3,14 +3,14 @@
 // runtime's tiers.
 //
 // Time is the loop's own clock: it advances by the measured compute of each step (a request's
-// prefix restore and prefill, a batched decode step of every running sequence, a store) and jumps
-// to the next arrival when nothing runs, so arrivals and latencies share one time base and a
-// slow machine serves the same workload more slowly rather than differently.
+// prefix restore and prefill with its stores, a batched decode step of every running sequence)
+// and jumps to the next arrival when nothing runs, so arrivals and latencies share one time base
+// and a slow machine serves the same workload more slowly rather than differently.
 //
 // Memory: a request is admitted when its reservation — its prompt and answer tokens at the
 // configuration's real bytes (formats/kv_bytes.h; sliding windows counted) — fits in what
-// `kv_memory_bytes` leaves beside the running ones (first come, first served); a finished
-// request's prompt chunks go to the runtime (host tier `host_memory_bytes`, then disk) and a
+// `kv_memory_bytes` leaves beside the running ones (first come, first served); a request's prompt
+// chunks go to the runtime as they are computed (host tier `host_memory_bytes`, then disk) and a
 // returning user's prompt restores its longest stored prefix from there instead of recomputing it.
 //
 //   ServeResult r = run_serving(model, plan, "q4_0/q4_0", workload, {.kv_memory_bytes = 64 << 20});

@@ -268,5 +268,46 @@ TEST_F(PrefixReuse, ChunkOfAnotherPlanIsRefused) {
   expect_same(computed, restored);
 }
 
+// A sliding-window layer frees the pages behind its window while a long prompt is prefilled, so
+// the prompt's first chunks are gone by its end: prefill_storing stores each chunk as soon as it
+// is computed, and the restored prefix still gives the computed logits.
+TEST(PrefixReuseSlidingWindow, ChunksStoredAsComputedSurviveTheWindow) {
+  const fs::path dir = fs::path(KVPLAN_SOURCE_DIR) / "tests" / "fixtures" / "hf" / "gemma2";
+  const ModelWeights weights = load_model_weights(dir);
+  const Transformer model(weights);
+  const KvModel kv = kv_model(weights);
+  ASSERT_GT(kv.geometry.layers[0].sliding_window, 0);
+  ASSERT_LT(kv.geometry.layers[0].sliding_window, static_cast<int>(kChunk));
+  const Plan plan =
+      plan_of_pairs(kv, std::vector<KvPair>(kv.geometry.layers.size(), KvPair::parse("int8/int4")),
+                    QuantSettings{});
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 4 * static_cast<int>(kChunk) + 5; ++i) {
+    prompt.push_back((i * 7 + 3) % weights.config.vocab_size);
+  }
+  const PlanLayout layout(plan, {.chunk_tokens = kChunk});
+  RuntimeOptions o;
+  o.backend = make_host_standin_backend({.lock_host_pages = false});
+  o.chunk_tokens = kChunk;
+  o.device_capacity_bytes = 8 * layout.chunk_bytes();
+  o.host_capacity_bytes = 8 * stored_chunk_bytes(layout);
+  PrefixCache prefixes(plan, o);
+
+  KvCache computed(weights.config, cache_options(plan));
+  const RowMatrix computed_logits = prefixes.prefill_storing(model, prompt, 0, computed);
+  // The window freed chunk 0's pages: storing the finished prompt now would find nothing.
+  EXPECT_FALSE(computed.layer(0).holds_page(0));
+  EXPECT_EQ(prefixes.store(prompt, computed), 0u);
+
+  KvCache restored(weights.config, cache_options(plan));
+  const PrefixRestore r = prefixes.restore(prompt, restored);
+  EXPECT_EQ(r.tokens, 4 * kChunk);
+  const RowMatrix restored_logits = prefill_aligned(model, prompt, r.tokens, restored, kChunk);
+  ASSERT_EQ(computed_logits.size(), restored_logits.size());
+  EXPECT_EQ(std::memcmp(computed_logits.data(), restored_logits.data(),
+                        static_cast<size_t>(computed_logits.size()) * sizeof(float)),
+            0);
+}
+
 }  // namespace
 }  // namespace kvplan::serve
