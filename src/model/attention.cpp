@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <span>
 #include <vector>
 
 #include <Eigen/Core>
@@ -24,14 +23,10 @@ using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor
 constexpr Eigen::Index kQueryBlock = 64;
 constexpr size_t kKeyTile = 128;
 
-// One thread's buffers, kept between calls: they only grow, so a decode step allocates nothing.
+// One thread's buffers, kept between calls (grown, never shrunk).
 struct TileBuffers {
-  std::vector<float> queries, keys, values, scores, out, max, sum, scratch;
-
-  static float* sized(std::vector<float>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
-    return v.data();
-  }
+  Mat queries, keys, values, scores, out;
+  std::vector<float> max, sum, scratch;
 };
 
 TileBuffers& thread_buffers() {
@@ -70,25 +65,17 @@ void attend_chunk(const float* q, size_t q_stride, size_t n, size_t pos0, const 
     const Eigen::Index R =
         rows * group;  // row i: query head g * group + i / rows, position i % rows
     TileBuffers& b = thread_buffers();
-    using MatMap = Eigen::Map<Mat>;
-    MatMap queries(TileBuffers::sized(b.queries, static_cast<size_t>(R * hd)), R, hd);
+    b.queries.resize(R, hd);
     for (Eigen::Index i = 0; i < R; ++i) {
       const int h = g * group + static_cast<int>(i / rows);
       const float* src = q + static_cast<size_t>(b0 + i % rows) * q_stride +
                          static_cast<size_t>(h) * static_cast<size_t>(hd);
-      std::copy(src, src + hd, queries.row(i).data());
+      std::copy(src, src + hd, b.queries.row(i).data());
     }
-    MatMap acc(TileBuffers::sized(b.out, static_cast<size_t>(R * hd)), R, hd);
-    acc.setZero();
-    float* max = TileBuffers::sized(b.max, static_cast<size_t>(R));
-    float* sum = TileBuffers::sized(b.sum, static_cast<size_t>(R));
-    std::fill(max, max + R, kNoScore);
-    std::fill(sum, sum + R, 0.0f);
-    const std::span<float> scratch(TileBuffers::sized(b.scratch, cache.read_scratch_floats()),
-                                   cache.read_scratch_floats());
-    float* key_tile = TileBuffers::sized(b.keys, kKeyTile * static_cast<size_t>(hd));
-    float* value_tile = TileBuffers::sized(b.values, kKeyTile * static_cast<size_t>(hd));
-    float* score_tile = TileBuffers::sized(b.scores, kKeyTile * static_cast<size_t>(R));
+    b.out.setZero(R, hd);
+    b.max.assign(static_cast<size_t>(R), kNoScore);
+    b.sum.assign(static_cast<size_t>(R), 0.0f);
+    b.scratch.resize(cache.read_scratch_floats());
     // Keys visible to any row of the block: [k0, k1].
     const Eigen::Index k0 = first_key(p0 + b0);
     const Eigen::Index k1 = p0 + b0 + rows - 1;
@@ -96,15 +83,15 @@ void attend_chunk(const float* q, size_t q_stride, size_t n, size_t pos0, const 
       const Eigen::Index t1 =
           std::min<Eigen::Index>(k1 + 1, (t0 / static_cast<Eigen::Index>(kKeyTile) + 1) * kKeyTile);
       const Eigen::Index nt = t1 - t0;
-      cache.read(KvSide::kKey, g, static_cast<size_t>(t0), static_cast<size_t>(nt), key_tile,
-                 scratch);
-      const MatMap keys(key_tile, nt, hd);
-      MatMap scores(score_tile, R, nt);
-      scores.noalias() = queries * keys.transpose();
-      scores *= scale;
+      b.keys.resize(nt, hd);
+      cache.read(KvSide::kKey, g, static_cast<size_t>(t0), static_cast<size_t>(nt), b.keys.data(),
+                 b.scratch);
+      b.scores.resize(R, nt);
+      b.scores.noalias() = b.queries * b.keys.transpose();
+      b.scores *= scale;
       if (shape.logit_softcap > 0) {
-        scores =
-            scores.unaryExpr([cap = shape.logit_softcap](float s) { return soft_cap(s, cap); });
+        b.scores =
+            b.scores.unaryExpr([cap = shape.logit_softcap](float s) { return soft_cap(s, cap); });
       }
       // Each row's visible part of the tile joins its running softmax: scores become weights
       // exp(s - max) (zero where hidden), the row's sum and output rescaled to the new max.
@@ -112,32 +99,34 @@ void attend_chunk(const float* q, size_t q_stride, size_t n, size_t pos0, const 
         const Eigen::Index position = p0 + b0 + i % rows;
         const Eigen::Index lo = std::max(first_key(position), t0) - t0;
         const Eigen::Index hi = std::min(position, t1 - 1) - t0;
-        auto row = scores.row(i);
+        auto row = b.scores.row(i);
         if (lo > hi) {
           row.setZero();
           continue;
         }
         auto visible = row.segment(lo, hi + 1 - lo).array();
-        const float new_max = std::max(max[i], visible.maxCoeff());
-        const float rescale = std::exp(max[i] - new_max);
+        float& max = b.max[static_cast<size_t>(i)];
+        const float new_max = std::max(max, visible.maxCoeff());
+        const float rescale = std::exp(max - new_max);
         visible = (visible - new_max).exp();
         row.head(lo).setZero();
         row.tail(nt - hi - 1).setZero();
-        sum[i] = sum[i] * rescale + visible.sum();
-        acc.row(i) *= rescale;
-        max[i] = new_max;
+        b.sum[static_cast<size_t>(i)] = b.sum[static_cast<size_t>(i)] * rescale + visible.sum();
+        b.out.row(i) *= rescale;
+        max = new_max;
       }
-      cache.read(KvSide::kValue, g, static_cast<size_t>(t0), static_cast<size_t>(nt), value_tile,
-                 scratch);
-      acc.noalias() += scores * MatMap(value_tile, nt, hd);
+      b.values.resize(nt, hd);
+      cache.read(KvSide::kValue, g, static_cast<size_t>(t0), static_cast<size_t>(nt),
+                 b.values.data(), b.scratch);
+      b.out.noalias() += b.scores * b.values;
       t0 = t1;
     }
     for (Eigen::Index i = 0; i < R; ++i) {
       const int h = g * group + static_cast<int>(i / rows);
       float* dst = out + static_cast<size_t>(b0 + i % rows) * out_stride +
                    static_cast<size_t>(h) * static_cast<size_t>(hd);
-      const float inverse = 1.0f / sum[i];
-      for (Eigen::Index d = 0; d < hd; ++d) dst[d] = acc(i, d) * inverse;
+      const float inverse = 1.0f / b.sum[static_cast<size_t>(i)];
+      for (Eigen::Index d = 0; d < hd; ++d) dst[d] = b.out(i, d) * inverse;
     }
   }
 }
