@@ -3,6 +3,8 @@
 // text.
 #include "model/transformer.h"
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -71,6 +73,19 @@ TEST_F(Stories, IncrementalDecodeEqualsBatchedPrefill) {
   }
   EXPECT_LT(max_abs_diff(batched, stepped), 1e-4);
   EXPECT_EQ(cache.layer(4).n_tokens(), t.size());
+}
+
+// Determinism: a forward pass gives the same bits whatever ran before it on the thread (buffers
+// reused between calls must not change the order of any sum).
+TEST_F(Stories, SameInputsGiveTheSameBitsWhateverRanBefore) {
+  const RowMatrix first = run(tokens(40), pair("K4V2"));
+  (void)run(tokens(300), pair("int8/int4"));
+  (void)run(tokens(7), pair("KV16"));
+  const RowMatrix again = run(tokens(40), pair("K4V2"));
+  ASSERT_EQ(first.size(), again.size());
+  EXPECT_EQ(
+      std::memcmp(first.data(), again.data(), static_cast<size_t>(first.size()) * sizeof(float)),
+      0);
 }
 
 TEST_F(Stories, KvFormatsChangeLogitsInOrder) {
