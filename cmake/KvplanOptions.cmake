@@ -1,6 +1,17 @@
 # Build options and the warning/codegen flags every kvplan target shares.
 option(KVPLAN_WERROR "Treat warnings as errors (CI turns this on)" OFF)
-option(KVPLAN_NATIVE "Optimise for the build machine's CPU (like llama.cpp's GGML_NATIVE)" ON)
+# The instruction set every target is compiled for. Results are bit-identical on any CPU that runs
+# the same build (docs/determinism.md), so the default is a fixed level, not the build machine's:
+# `-march=native` lets the compiler pick vector widths and tuning per CPU model, and two machines
+# then choose different plans. "native" builds for this machine only (faster on AVX-512 CPUs,
+# measured in docs/determinism.md); "" keeps the compiler's default.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(_kvplan_default_isa "x86-64-v3")
+else()
+  set(_kvplan_default_isa "")
+endif()
+set(KVPLAN_ISA "${_kvplan_default_isa}" CACHE STRING
+    "-march for every target: x86-64-v3 (default on x86-64), x86-64-v2, native, or '' (compiler default)")
 option(KVPLAN_BUILD_TESTS "Build GoogleTest tests" ON)
 option(KVPLAN_BUILD_BENCHMARKS "Build Google Benchmark programs" ON)
 set(KVPLAN_SANITIZE "" CACHE STRING "Sanitizers: '', 'address;undefined' or 'thread'")
@@ -25,14 +36,16 @@ target_compile_options(kvplan_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
   # GCC 12 reports false -Wrestrict positives inside libstdc++ string concatenation (GCC PR 105329).
   $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>
-  # ... and false -Wmaybe-uninitialized inside Eigen's AVX-512 intrinsics under -march=native.
+  # ... and false -Wmaybe-uninitialized inside Eigen's AVX-512 intrinsics (-march with AVX-512).
   $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
 if(KVPLAN_WERROR)
   target_compile_options(kvplan_warnings INTERFACE -Werror)
 endif()
-if(KVPLAN_NATIVE)
-  target_compile_options(kvplan_build_flags INTERFACE -march=native)
+if(KVPLAN_ISA)
+  target_compile_options(kvplan_build_flags INTERFACE -march=${KVPLAN_ISA})
 endif()
+# core/build_record.cpp writes it into plan.json and profile.json.
+target_compile_definitions(kvplan_build_flags INTERFACE KVPLAN_ISA="${KVPLAN_ISA}")
 if(KVPLAN_SANITIZE)
   list(JOIN KVPLAN_SANITIZE "," _kvplan_san)
   target_compile_options(kvplan_build_flags INTERFACE -fsanitize=${_kvplan_san} -fno-omit-frame-pointer

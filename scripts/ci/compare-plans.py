@@ -6,9 +6,10 @@
 
 The plans agree when the model, the quantization settings and every layer's key and value formats
 are identical, and every measured mean KL (the plan's, each uniform baseline's and both at each long
-context) differs by at most the relative tolerance (default 0.1 %, plus 1e-9 absolute for values near zero). `created`
-and other run-dependent fields are ignored. Exit 0 when they agree, 1 with one line per
-difference otherwise.
+context) differs by at most the relative tolerance (default 0.1 %, plus 1e-9 absolute for values
+near zero). `created` and other run-dependent fields are ignored. Exit 0 when they agree, 1 with
+one line per difference otherwise, and a line naming both builds when they differ
+(provenance.build).
 """
 import argparse
 import json
@@ -17,6 +18,15 @@ import sys
 
 def close(a, b, rel):
     return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-9
+
+
+def build_of(plan):
+    """The binary that made a plan (provenance.build), as one phrase."""
+    b = plan.get("provenance", {}).get("build")
+    if not b:
+        return "not recorded"
+    return (f"-march={b.get('isa')} ({b.get('vector_extensions')}), {b.get('compiler')}, "
+            f"Eigen {b.get('eigen')}")
 
 
 def main():
@@ -61,6 +71,11 @@ def main():
                 problems.append(f"long_context ctx {ctx} {which}_mean_kl: {o} -> {n}")
     for line in problems:
         print(f"{a.regenerated}: {line}")
+    old_build, new_build = build_of(old), build_of(new)
+    if problems and old_build != new_build:
+        print(f"{a.regenerated}: the builds differ (committed: {old_build}; regenerated: "
+              f"{new_build}); results are bit-identical only under the same build "
+              "(docs/determinism.md)")
     if not problems:
         print(f"{a.regenerated}: same layers as {a.committed}, mean KL {ok} -> {nk}")
     return 1 if problems else 0

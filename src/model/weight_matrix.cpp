@@ -64,6 +64,11 @@ int team_size() {
 
 }  // namespace
 
+bool plan_eigen_products_with_fixed_cache_sizes() {
+  Eigen::setCpuCacheSizes(kEigenPlanL1Bytes, kEigenPlanL2Bytes, kEigenPlanL3Bytes);
+  return true;
+}
+
 SerialEigenScope::SerialEigenScope() : saved_(in_parallel_region() ? 0 : Eigen::nbThreads()) {
   if (saved_ != 0) Eigen::setNbThreads(1);
 }

@@ -85,6 +85,17 @@ class SerialEigenScope {
   int saved_;  // 0: nothing to restore
 };
 
+// Eigen sizes a product's blocks from the cache sizes the CPU reports at run time, and the depth
+// of a block decides where partial sums are added: two CPUs with different L1 data caches (48 KiB
+// on Sapphire Rapids, 32 KiB on Skylake-SP) give different bits for the same product of a
+// 576-deep model. Every program that includes this header plans its products with these sizes
+// instead, set once before main (docs/determinism.md).
+inline constexpr std::ptrdiff_t kEigenPlanL1Bytes = 32 * 1024;
+inline constexpr std::ptrdiff_t kEigenPlanL2Bytes = 1024 * 1024;
+inline constexpr std::ptrdiff_t kEigenPlanL3Bytes = 32 * 1024 * 1024;
+bool plan_eigen_products_with_fixed_cache_sizes();  // always true
+inline const bool kEigenCacheSizesFixed = plan_eigen_products_with_fixed_cache_sizes();
+
 // A row of x gets the same bits in every product that has at least this many rows (batches of
 // sequences, and subsets of a sequence's rows, rely on it); fewer rows take dot products.
 inline constexpr int64_t kMinRowsForSameBits = 4;

@@ -286,6 +286,10 @@ SearchProvenance read_provenance(const JsonFields& p) {
             .value_or(0),
         pr->optional_boolean("chunk_attends_quantized")};
   }
+  if (const auto b = p.optional_object("build")) r.build = build_record_from_json(*b);
+  if (const auto t = p.optional_integer("threads", 1, std::numeric_limits<int>::max())) {
+    r.threads = static_cast<int>(*t);
+  }
   return r;
 }
 
@@ -346,6 +350,8 @@ json provenance_to_json(const SearchProvenance& p) {
                     {"calibration_tokens", p.profile->calibration_tokens}};
     put(j["profile"], "chunk_attends_quantized", p.profile->chunk_attends_quantized);
   }
+  if (p.build) j["build"] = json(build_record_to_json(*p.build));
+  put(j, "threads", p.threads);
   return j;
 }
 

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/build_record.h"
+
 namespace kvplan {
 
 // A text a plan was chosen or measured on.
@@ -123,6 +125,10 @@ struct SearchProvenance {
   std::vector<double> surrogate_weights{};  // per layer; empty when not recorded
   std::optional<double> surrogate_interaction{};
   std::optional<ProfileRecord> profile{};
+  // The binary that searched and measured, and its OpenMP threads (the results do not depend on
+  // the thread count; they may on the build, core/build_record.h).
+  std::optional<BuildRecord> build{};
+  std::optional<int> threads{};
 };
 
 struct PlanResults {
@@ -133,8 +139,9 @@ struct PlanResults {
 };
 
 // The error the search's surrogate predicts for per-layer sensitivities e_l (one per weight):
-// sum_l w_l e_l + gamma (sum_l e_l)^2. src/search/surrogate.h fits (w, gamma); the plan records them
-// (provenance.surrogate_weights, surrogate_interaction), so a reader can predict with them too.
+// sum_l w_l e_l + gamma (sum_l e_l)^2. src/search/surrogate.h fits (w, gamma); the plan records
+// them (provenance.surrogate_weights, surrogate_interaction), so a reader can predict with them
+// too.
 double surrogate_prediction(const std::vector<double>& weights, double interaction,
                             const std::vector<double>& layer_errors);
 

@@ -19,6 +19,7 @@ bool ProfileTimings::operator==(const ProfileTimings&) const = default;
 nlohmann::ordered_json timings_to_json(const ProfileTimings& t) {
   OJson j = OJson::object();
   put(j, "threads", t.threads);
+  if (t.build) j["build"] = build_record_to_json(*t.build);
   put(j, "attention_device", t.attention_device);
   put(j, "cells_computed", t.cells_computed);
   put(j, "reference_s", t.reference_s);
@@ -44,6 +45,7 @@ ProfileTimings timings_from_json(const JsonFields& f) {
   if (!f.value().is_object()) f.expected("a JSON object");
   ProfileTimings t;
   if (const auto v = f.optional_integer("threads", 0, INT32_MAX)) t.threads = static_cast<int>(*v);
+  if (const auto b = f.optional_object("build")) t.build = build_record_from_json(*b);
   t.attention_device = f.optional_string("attention_device");
   t.cells_computed = f.optional_integer("cells_computed", 0, INT64_MAX);
   t.reference_s = f.optional_number("reference_s");

@@ -1,11 +1,11 @@
 // profile.json's "timings": how long a profile run took and on what, machine-dependent, so outside
 // the profile's hash (profile_hash.h) and always the file's last field.
 //
-// Only the fields set are written, in the order of the struct: a run writes threads, then (once a
-// cell is done) attention_device ... total_s, seconds_per_cell when it finishes, and the commands
-// that load the model add load_s; a merged profile writes only `shards`, each shard's own timings
-// followed by its file name and "i/n". Reading keeps what kvplan wrote, so a profile reads and
-// writes back byte for byte; keys kvplan never wrote are not kept.
+// Only the fields set are written, in the order of the struct: a run writes threads and build,
+// then (once a cell is done) attention_device ... total_s, seconds_per_cell when it finishes, and
+// the commands that load the model add load_s; a merged profile writes only `shards`, each shard's
+// own timings followed by its file name and "i/n". Reading keeps what kvplan wrote, so a profile
+// reads and writes back byte for byte; keys kvplan never wrote are not kept.
 //
 //   ProfileTimings t;
 //   t.threads = 8;
@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/build_record.h"
 #include "core/json_fields.h"
 
 namespace kvplan {
@@ -28,6 +29,7 @@ struct ShardTimings;
 
 struct ProfileTimings {
   std::optional<int> threads;
+  std::optional<BuildRecord> build;  // the binary that ran it
   // Also Profile::attention_device; files written before that field existed have it only here.
   std::optional<std::string> attention_device;
   std::optional<int64_t> cells_computed;

@@ -11,6 +11,7 @@
 #include <omp.h>
 #endif
 
+#include "core/build_record.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "formats/kv_bytes.h"
@@ -216,6 +217,7 @@ ProfileTimings run_timings(int threads, const char* attention_device, size_t cel
                            double reference_s, const CellRunner& runner, double total_s) {
   ProfileTimings t;
   t.threads = threads;
+  t.build = this_build();
   t.attention_device = attention_device;
   t.cells_computed = static_cast<int64_t>(cells_computed);
   t.reference_s = reference_s;
@@ -254,6 +256,7 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   const PendingCells pending = pending_cells(profile, options, c.n_layers, kl_prompts.size());
   const int threads = thread_count(options.threads);
   profile.timings.threads = threads;
+  profile.timings.build = this_build();
   if (pending.total == 0) {
     if (options.resume != nullptr) profile.kv_absmax = options.resume->kv_absmax;
     return profile;

@@ -3,6 +3,11 @@
 #include <cmath>
 #include <map>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/build_record.h"
 #include "core/hash.h"
 #include "formats/kv_bytes.h"
 #include "profile/profile_hash.h"
@@ -138,6 +143,10 @@ void record_provenance(const SearchInputs& in, const SearchOutcome& out, Plan& p
   pv.exact_front_states = out.loop.exact.states;
   pv.nsga2_front_points = out.loop.nsga.front.size();
   pv.unseeded_nsga2_coverage_of_exact_front = out.nsga_exact_coverage;
+  pv.build = this_build();
+#ifdef _OPENMP
+  pv.threads = omp_get_max_threads();
+#endif
   pv.clustering = out.cluster_note.empty() ? "off" : out.cluster_note;
   if (options.engine != EngineId::kKvplan) {
     pv.engine = engine_spec(options.engine).name;

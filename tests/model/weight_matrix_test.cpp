@@ -1,5 +1,6 @@
 // Weight matrices kept in their stored type: products against the dense f32 matrix, thread-count
-// and batch independence, stacked parts of different types, and bytes that do not fit the shape.
+// and batch independence, products planned with fixed cache sizes, stacked parts of different
+// types, and bytes that do not fit the shape.
 #include "model/weight_matrix.h"
 
 #include <cstring>
@@ -178,6 +179,28 @@ TEST(WeightMatrix, ARowGetsTheSameBitsInAnyProductOfFourRowsOrMore) {
     EXPECT_EQ((part - all.middleRows(first, n)).cwiseAbs().maxCoeff(), 0.0f)
         << "rows " << first << " + " << n;
   }
+}
+
+// Eigen plans with kvplan's cache sizes, not the ones this CPU reports, and the sizes do matter: a
+// 576-deep product (SmolLM2's width) planned for another L1 cache adds its partial sums at other
+// depths, which is how two CPUs chose different plans from the same build.
+TEST(WeightMatrix, ProductsPlanWithFixedCacheSizesNotTheCpus) {
+  EXPECT_EQ(Eigen::l1CacheSize(), kEigenPlanL1Bytes);
+  EXPECT_EQ(Eigen::l2CacheSize(), kEigenPlanL2Bytes);
+  EXPECT_EQ(Eigen::l3CacheSize(), kEigenPlanL3Bytes);
+  const Stored w = make_stored(GgmlType::kF32, 96, 576, 11);
+  const RowMatrix x = RowMatrix::Random(64, 576);
+  RowMatrix fixed, other;
+  matmul_transposed(x, w.matrix, fixed);
+  Eigen::setCpuCacheSizes(48 * 1024, 2 * 1024 * 1024, 105 * 1024 * 1024);  // Sapphire Rapids
+  matmul_transposed(x, w.matrix, other);
+  EXPECT_TRUE(plan_eigen_products_with_fixed_cache_sizes());
+  EXPECT_EQ(Eigen::l1CacheSize(), kEigenPlanL1Bytes);
+  EXPECT_GT((fixed - other).cwiseAbs().maxCoeff(), 0.0f)
+      << "the blocking no longer depends on the L1 size: the fixed sizes may be unnecessary";
+  RowMatrix again;
+  matmul_transposed(x, w.matrix, again);
+  EXPECT_EQ((fixed - again).cwiseAbs().maxCoeff(), 0.0f);
 }
 
 TEST(WeightMatrix, StackedPartsKeepTheirOwnTypes) {

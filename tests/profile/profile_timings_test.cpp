@@ -73,6 +73,17 @@ TEST(ProfileTimings, OnlyTheFieldsSetAreWritten) {
   EXPECT_EQ(json_text(timings_to_json(t), -1), R"({"threads":4,"total_s":3.0,"load_s":0.25})");
 }
 
+TEST(ProfileTimings, TheBuildFollowsTheThreadsAndReadsBack) {
+  ProfileTimings t;
+  t.threads = 2;
+  t.total_s = 1.0;
+  t.build = BuildRecord{"x86-64-v3", "AVX2 FMA", "GCC 12.2.0", "3.4.0"};
+  const nlohmann::ordered_json j = timings_to_json(t);
+  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"threads", "build", "total_s"}));
+  const nlohmann::json plain(j);
+  EXPECT_EQ(timings_from_json(JsonFields(plain, "profile.json", "timings")), t);
+}
+
 TEST(ProfileTimings, MergedTimingsListEachShardWithItsFile) {
   ProfileTimings shard;
   shard.threads = 8;
