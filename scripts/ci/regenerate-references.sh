@@ -48,6 +48,19 @@ case "${only}" in
 esac
 [[ -x "${kvplan}" ]] ||
   { echo "regenerate-references: ${kvplan} not built (scripts/setup/build.sh)" >&2; exit 2; }
+# References are made by the default build, whose plans any x86-64-v3 CPU reproduces bit for bit
+# (docs/determinism.md); a -march=native build's plans are its own machine's.
+readonly reference_isa="x86-64-v3"
+build_line="$("${kvplan}" --version)"
+if [[ "${build_line}" != *"-march=${reference_isa}:"* ]]; then
+  if [[ ${check} -eq 0 && ${reports_only} -eq 0 ]]; then
+    echo "regenerate-references: ${kvplan} is '${build_line}'; references are made by the default" \
+      "-DKVPLAN_ISA=${reference_isa} build" >&2
+    exit 2
+  fi
+  echo "regenerate-references: warning: ${build_line}, not -march=${reference_isa}: plans may" \
+    "differ from the committed ones by the build alone" >&2
+fi
 
 model_file() {
   case "$1" in

@@ -1,17 +1,23 @@
 // kvplan: layer-wise mixed-precision KV-cache plans — tune, inspect, estimate, export.
 #include <cstdio>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "core/build_record.h"
 #include "core/error.h"
 #include "core/logging.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kvplan: find, per layer, the KV-cache precision a model can take, and use it."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", KVPLAN_VERSION);
+  // The build record goes with the version: plans reproduce bit for bit only under the same one.
+  const kvplan::BuildRecord build = kvplan::this_build();
+  app.set_version_flag(
+      "--version", fmt::format("kvplan {} (-march={}: {}; {}; Eigen {})", KVPLAN_VERSION, build.isa,
+                               build.vector_extensions, build.compiler, build.eigen));
   bool verbose = false, quiet = false;
   app.add_flag("-v,--verbose", verbose, "Debug logging");
   app.add_flag("-q,--quiet", quiet, "Only warnings and errors");

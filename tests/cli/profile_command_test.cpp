@@ -124,9 +124,9 @@ TEST_F(ProfileCommand, MergeOfTheCommittedProfilePrintsItsSummary) {
                 "model        llama, 5 layers, 34 candidate pairs\n"
                 "calibration  default.jsonl: 32 prompts, 4096 tokens (dKL: 8 prompts, 512 "
                 "positions)\n"
-                "K/V ratio    dkl_int4   186.375  (keys low / values low; > 1: keys more "
+                "K/V ratio    dkl_int4   186.372  (keys low / values low; > 1: keys more "
                 "sensitive)\n"
-                "K/V ratio    dkl_int2   30.165  (keys low / values low; > 1: keys more "
+                "K/V ratio    dkl_int2   30.164  (keys low / values low; > 1: keys more "
                 "sensitive)\n"
                 "K/V ratio    e_o_int4   9.993  (keys low / values low; > 1: keys more "
                 "sensitive)\n"
@@ -144,15 +144,15 @@ TEST_F(ProfileCommand, MergeOfTheCommittedProfilePrintsItsSummary) {
   "total_cells": 170,
   "complete": true,
   "key_value_ratio": {
-    "dkl_int4": 186.37492938652298,
-    "dkl_int2": 30.16484698658083,
-    "e_o_int4": 9.993321931338103,
-    "e_o_int2": 5.362301735640453
+    "dkl_int4": 186.37213752897568,
+    "dkl_int2": 30.16391742923296,
+    "e_o_int4": 9.993282520908927,
+    "e_o_int2": 5.36229260563167
   },
   "additivity": {
     "joint_cells": 5,
-    "mean_abs_rel_error": 0.00599274348466783,
-    "max_abs_rel_error": 0.011916099219699562,
+    "mean_abs_rel_error": 0.005989882321112398,
+    "max_abs_rel_error": 0.011915392344516747,
     "worst_layer": 0,
     "worst_pair": "KV4"
   },

@@ -35,6 +35,27 @@ TEST(ProfileHash, MatchesTheHashCommittedPlansRecorded) {
   EXPECT_GE(plans, 5);
 }
 
+// The references are made by the default build (-DKVPLAN_ISA=x86-64-v3), whose plans any CPU with
+// AVX2 and FMA reproduces bit for bit; a -march=native build's would be its machine's alone
+// (docs/determinism.md, scripts/ci/regenerate-references.sh refuses to write them).
+TEST(ProfileHash, CommittedReferencesWereMadeByThePortableBuild) {
+  int files = 0;
+  for (const char* model : {"stories260k", "smollm2-135m", "gemma3-270m"}) {
+    const Profile profile = read_profile(reference(model, "profile.json"));
+    ASSERT_TRUE(profile.timings.build.has_value()) << model;
+    EXPECT_EQ(profile.timings.build->isa, "x86-64-v3") << model;
+    ++files;
+    for (const auto& entry : std::filesystem::directory_iterator(reference(model, ""))) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("plan-", 0) != 0 || entry.path().extension() != ".json") continue;
+      const nlohmann::json plan = nlohmann::json::parse(read_text_file(entry.path()));
+      EXPECT_EQ(plan["provenance"]["build"]["isa"], "x86-64-v3") << entry.path();
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 10);
+}
+
 TEST(ProfileHash, IgnoresTimingsButNotMetrics) {
   Profile p = read_profile(reference("stories260k", "profile.json"));
   const std::string h = profile_hash(p);

@@ -47,19 +47,20 @@ TEST(ProfileTimings, CommittedProfileTimingsAreTyped) {
   const Profile p = read_profile(reference_dir() / "stories260k" / "profile.json");
   const ProfileTimings& t = p.timings;
   EXPECT_EQ(t.threads, 2);
+  EXPECT_EQ(t.build, (BuildRecord{"x86-64-v3", "AVX2 FMA F16C", "GCC 12.2.0", "3.4.0"}));
   EXPECT_EQ(t.attention_device, "cpu");
   EXPECT_EQ(t.cells_computed, 170);
-  EXPECT_EQ(t.reference_s, 0.059783206);
-  EXPECT_EQ(t.metrics_s, 1.5351954950000002);
-  EXPECT_EQ(t.dkl_s, 0.134786783);
-  EXPECT_EQ(t.total_s, 1.731728583);
-  EXPECT_EQ(t.seconds_per_cell, 0.010186638723529411);
-  EXPECT_EQ(t.load_s, 0.004756014);
+  EXPECT_EQ(t.reference_s, 0.055868114);
+  EXPECT_EQ(t.metrics_s, 1.181817683);
+  EXPECT_EQ(t.dkl_s, 0.13084595699999998);
+  EXPECT_EQ(t.total_s, 1.369859554);
+  EXPECT_EQ(t.seconds_per_cell, 0.008057997376470588);
+  EXPECT_EQ(t.load_s, 0.000358144);
   EXPECT_TRUE(t.shards.empty());
   const nlohmann::ordered_json j = timings_to_json(t);
-  EXPECT_EQ(keys_of(j), (std::vector<std::string>{"threads", "attention_device", "cells_computed",
-                                                  "reference_s", "metrics_s", "dkl_s", "total_s",
-                                                  "seconds_per_cell", "load_s"}));
+  EXPECT_EQ(keys_of(j), (std::vector<std::string>{
+                            "threads", "build", "attention_device", "cells_computed", "reference_s",
+                            "metrics_s", "dkl_s", "total_s", "seconds_per_cell", "load_s"}));
 }
 
 TEST(ProfileTimings, OnlyTheFieldsSetAreWritten) {
