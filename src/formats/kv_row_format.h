@@ -298,6 +298,55 @@ KVPLAN_HD inline void dequantize_rotated_row(const uint8_t* in, int n, float* y)
   }
   hadamard_transform(y, n);
 }
+// dequantize_rotated_row of kLanes rows (in[l] -> y[l]): the same bits, the rotation of all of
+// them at once in vector lanes (hadamard_transform_lanes). CPU only.
+template <Codec kInner, size_t kBlockBytes, int kLanes>
+inline void dequantize_rotated_rows_lanes(const uint8_t* const* in, int n, float* const* y) {
+  float x[kMaxRotatedRow * kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    for (int b = 0; b < n / kGgmlBlock; ++b) {
+      dequantize_unit_as<kInner>(in[l] + b * kBlockBytes, nullptr, kGgmlBlock,
+                                 y[l] + b * kGgmlBlock, 1.0f);
+    }
+    for (int i = 0; i < n; ++i) x[i * kLanes + l] = y[l][i];
+  }
+  hadamard_transform_lanes<kLanes>(x, n);
+  for (int l = 0; l < kLanes; ++l) {
+    for (int i = 0; i < n; ++i) y[l][i] = x[i * kLanes + l];
+  }
+}
+
+// Whether dequantize_units_in_lanes has a lane form of codec kC: the rotated row codecs, whose
+// per-row rotation (and TurboQuant's norm) is a dependent chain that one row alone cannot spread
+// over a vector register.
+template <Codec kC>
+inline constexpr bool kHasLaneDequant =
+    kC == Codec::kHadamardQ8_0 || kC == Codec::kHadamardQ4_0 || kC == Codec::kHadamardIq4Nl ||
+    kC == Codec::kHadamardQ4_1 || kC == Codec::kHadamardQ5_0 || kC == Codec::kHadamardQ5_1 ||
+    kC == Codec::kTqMse3 || kC == Codec::kTqMse4;
+
+// dequantize_unit_as<kC> of kLanes units of n values (in[l] -> out[l]), bit for bit. CPU only.
+template <Codec kC, int kLanes>
+inline void dequantize_units_in_lanes(const uint8_t* const* in, int n, float* const* out) {
+  static_assert(kHasLaneDequant<kC>);
+  if constexpr (kC == Codec::kHadamardQ8_0) {
+    dequantize_rotated_rows_lanes<Codec::kQ8_0, sizeof(BlockQ8_0), kLanes>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ4_0) {
+    dequantize_rotated_rows_lanes<Codec::kQ4_0, sizeof(BlockQ4_0), kLanes>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardIq4Nl) {
+    dequantize_rotated_rows_lanes<Codec::kIq4Nl, sizeof(BlockIq4Nl), kLanes>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ4_1) {
+    dequantize_rotated_rows_lanes<Codec::kQ4_1, sizeof(BlockQ4_1), kLanes>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ5_0) {
+    dequantize_rotated_rows_lanes<Codec::kQ5_0, sizeof(BlockQ5_0), kLanes>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ5_1) {
+    dequantize_rotated_rows_lanes<Codec::kQ5_1, sizeof(BlockQ5_1), kLanes>(in, n, out);
+  } else if constexpr (kC == Codec::kTqMse3) {
+    dequantize_rows_tq_mse_lanes<3, kLanes>(in, n, out);
+  } else if constexpr (kC == Codec::kTqMse4) {
+    dequantize_rows_tq_mse_lanes<4, kLanes>(in, n, out);
+  }
+}
 
 template <Codec kC>
 struct CodecTag {

@@ -109,13 +109,39 @@ void pack_rows_unchecked(Format format, const float* x, size_t x_stride, size_t 
   });
 }
 
+// Rows per call of dequantize_units_in_lanes: one per f32 lane of an AVX2 register.
+constexpr int kLanes = 8;
+
+// Unit u of kLanes consecutive rows, through the lane form of codec kC (the same bits).
+template <Codec kC>
+[[gnu::noinline]] void dequantize_unit_of_rows_in_lanes(const RowFormat& f, int u,
+                                                        const uint8_t* src, size_t src_stride,
+                                                        float* y, size_t y_stride) {
+  const uint8_t* in[kLanes];
+  float* out[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    in[l] = src + static_cast<size_t>(l) * src_stride + static_cast<size_t>(u * f.unit_bytes);
+    out[l] = y + static_cast<size_t>(l) * y_stride + static_cast<size_t>(u * f.unit_values);
+  }
+  dequantize_units_in_lanes<kC, kLanes>(in, row_unit_values(f, u), out);
+}
+
 void unpack_rows_unchecked(Format format, const uint8_t* src, size_t src_stride, size_t n_rows,
                            size_t n, float* y, size_t y_stride, const PackOptions& options) {
   const RowFormat f = row_format(format, n, options.group_size);
   const size_t group = static_cast<size_t>(f.unit_values);
   with_codec(format.info().codec, [&](auto tag) {
     constexpr Codec kC = decltype(tag)::value;
-    for (size_t r = 0; r < n_rows; ++r) {
+    size_t r = 0;
+    if constexpr (kHasLaneDequant<kC>) {
+      for (; r + kLanes <= n_rows; r += kLanes) {
+        for (int u = 0; u < f.n_units; ++u) {
+          dequantize_unit_of_rows_in_lanes<kC>(f, u, src + r * src_stride, src_stride,
+                                               y + r * y_stride, y_stride);
+        }
+      }
+    }
+    for (; r < n_rows; ++r) {
       const uint8_t* in = src + r * src_stride;
       float* out = y + r * y_stride;
       if constexpr (kC == Codec::kF32) {
@@ -220,12 +246,16 @@ void unpack_channels(Format format, std::span<const uint8_t> packed, size_t n_to
          "format {}: {} channels of {} tokens unpack from {} bytes, got {}", format.name(),
          n_channels, n_tokens, row_bytes * n_channels, packed.size());
   }
+  if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
   PackOptions per_channel = options;
   per_channel.group_size = n_tokens;
-  std::vector<float> column(n_tokens);
-  for (size_t c = 0; c < n_channels; ++c) {
-    unpack_row(format, packed.subspan(c * row_bytes, row_bytes), column, per_channel);
-    for (size_t t = 0; t < n_tokens; ++t) values[t * token_stride + c] = column[t];
+  // All channels in one call (one codec dispatch, rows in lanes), then transposed.
+  std::vector<float> channels(n_channels * n_tokens);
+  unpack_rows_unchecked(format, packed.data(), row_bytes, n_channels, n_tokens, channels.data(),
+                        n_tokens, per_channel);
+  for (size_t t = 0; t < n_tokens; ++t) {
+    float* token = values + t * token_stride;
+    for (size_t c = 0; c < n_channels; ++c) token[c] = channels[c * n_tokens + t];
   }
 }
 

@@ -299,6 +299,52 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(info.param.group);
     });
 
+// unpack_rows takes several rows at once (the rotated formats eight at a time, one per vector
+// lane): every row must come out with the bits unpack_row gives it alone. 19 rows = two groups of
+// eight and a tail of three.
+TEST(Pack, ManyRowsUnpackToTheBitsOfOneRowAtATime) {
+  constexpr size_t kRows = 19;
+  std::vector<std::string> checked;
+  for (const KvFormatTraits& traits : format_table()) {
+    const Format f(traits.id);
+    for (size_t head_dim : {64u, 128u, 256u}) {
+      size_t row_bytes = 0;
+      try {
+        row_bytes = packed_row_bytes(f, head_dim, 32);
+      } catch (const Error&) {
+        continue;  // this format cannot pack rows of head_dim values
+      }
+      PackOptions opt{.group_size = 32};
+      if (f.has_tensor_scale()) opt.fp8_scale = 0.37f;
+      std::vector<float> rows;
+      for (size_t r = 0; r < kRows; ++r) {
+        const std::vector<float> row = random_row(
+            head_dim, r % 3 == 0 ? Distribution::kOutliers : Distribution::kNormal, 31 * r + 7);
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      std::vector<uint8_t> packed(kRows * row_bytes);
+      pack_rows(f, rows.data(), kRows, head_dim, packed.data(), opt);
+      std::vector<float> together(kRows * head_dim, std::nanf(""));
+      unpack_rows(f, packed.data(), kRows, head_dim, together.data(), opt);
+      for (size_t r = 0; r < kRows; ++r) {
+        std::vector<float> alone(head_dim);
+        unpack_row(f, std::span(packed).subspan(r * row_bytes, row_bytes), alone, opt);
+        for (size_t i = 0; i < head_dim; ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(together[r * head_dim + i]),
+                    std::bit_cast<uint32_t>(alone[i]))
+              << f.name() << " d=" << head_dim << " row " << r << " value " << i;
+        }
+      }
+      checked.push_back(f.name() + "/" + std::to_string(head_dim));
+    }
+  }
+  // The lane forms are exercised: every rotated codec at several widths.
+  for (const char* name : {"tq_mse3/64", "tq_mse4/128", "q4_0_had/256", "iq4_nl_had/64",
+                           "q8_0_had64/128", "q5_1_had/64"}) {
+    EXPECT_NE(std::find(checked.begin(), checked.end(), name), checked.end()) << name;
+  }
+}
+
 TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {
   // Group of 4 values 0, 1, 2, 3 with int2: scale 1, zero 0, codes 0,1,2,3 -> 0b11'10'01'00.
   const std::vector<float> row = {0.0f, 1.0f, 2.0f, 3.0f};

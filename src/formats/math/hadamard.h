@@ -27,4 +27,29 @@ KVPLAN_HD inline void hadamard_transform(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] *= scale;
 }
 
+// hadamard_transform of kLanes rows at once, interleaved: x[i * kLanes + l] is value i of row l.
+// Every row goes through the operations of hadamard_transform in the same order, so each gives
+// the same bits; one row per vector lane lets the narrow butterflies (half = 1, 2, 4), which
+// cannot fill a register within one row, run kLanes wide. CPU only (the GPU gives a row a thread).
+template <int kLanes>
+inline void hadamard_transform_lanes(float* x, int n) {
+  for (int half = 1; half < n; half *= 2) {
+    for (int start = 0; start < n; start += 2 * half) {
+      for (int i = start; i < start + half; ++i) {
+        float* a = x + i * kLanes;
+        float* b = x + (i + half) * kLanes;
+        KVPLAN_OMP_SIMD()
+        for (int l = 0; l < kLanes; ++l) {
+          const float p = a[l], q = b[l];
+          a[l] = p + q;
+          b[l] = p - q;
+        }
+      }
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(n));
+  KVPLAN_OMP_SIMD()
+  for (int i = 0; i < n * kLanes; ++i) x[i] *= scale;
+}
+
 }  // namespace kvplan

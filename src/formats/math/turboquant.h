@@ -93,6 +93,36 @@ KVPLAN_HD inline void dequantize_row_tq_mse(const uint8_t* in, int n, float* y) 
   for (int i = 0; i < n; ++i) y[i] = norm * (y[i] * inv);
   hadamard_transform(y, n);
 }
+// dequantize_row_tq_mse of kLanes rows (in[l] -> y[l]), each with the same operations in the same
+// order, so the same bits; the rows' norm sums and butterflies run side by side in vector lanes
+// instead of one dependent chain per row. CPU only.
+template <int kBits, int kLanes>
+inline void dequantize_rows_tq_mse_lanes(const uint8_t* const* in, int n, float* const* y) {
+  const float* c = tq_centroids<kBits>(n);
+  float x[kMaxRotatedRow * kLanes];
+  float sum[kLanes];
+  for (int l = 0; l < kLanes; ++l) sum[l] = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    for (int l = 0; l < kLanes; ++l) {
+      const float v = c[tq_code(in[l], i, kBits)];
+      x[i * kLanes + l] = v;
+      sum[l] += v * v;
+    }
+  }
+  float inv[kLanes], norm[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    inv[l] = 1.0f / std::sqrt(sum[l] + 1e-16f);
+    norm[l] = f16_to_f32(load_u16_le(in[l] + n * kBits / 8));
+  }
+  for (int i = 0; i < n; ++i) {
+    KVPLAN_OMP_SIMD()
+    for (int l = 0; l < kLanes; ++l) x[i * kLanes + l] = norm[l] * (x[i * kLanes + l] * inv[l]);
+  }
+  hadamard_transform_lanes<kLanes>(x, n);
+  for (int l = 0; l < kLanes; ++l) {
+    for (int i = 0; i < n; ++i) y[l][i] = x[i * kLanes + l];
+  }
+}
 
 // Values (tq_int3/4), vLLM's uniform store over the whole row: scale = (max - min) / (2^b - 1)
 // in f32 (at least 1e-8), q = trunc((x - min) / scale + 0.5) clamped, then f16 scale and f16 min.
