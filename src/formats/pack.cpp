@@ -249,7 +249,25 @@ void unpack_channels(Format format, std::span<const uint8_t> packed, size_t n_to
   if (format.has_tensor_scale()) check_fp8_scale(format, options.fp8_scale);
   PackOptions per_channel = options;
   per_channel.group_size = n_tokens;
-  // All channels in one call (one codec dispatch, rows in lanes), then transposed.
+  const Codec codec = format.info().codec;
+  const int int_bits = codec_traits(codec).int_bits;
+  const RowFormat f = row_format(format, n_tokens, n_tokens);
+  if (int_bits > 0 && f.n_units == 1 && n_channels % kLanes == 0) {
+    // Integer groups (KIVI's keys): kLanes channels at a time, written straight to token rows.
+    for (size_t c = 0; c < n_channels; c += kLanes) {
+      const uint8_t* in[kLanes];
+      for (int l = 0; l < kLanes; ++l) in[l] = packed.data() + (c + l) * row_bytes;
+      const int n = static_cast<int>(n_tokens);
+      if (int_bits == 8)
+        dequantize_groups_int_transposed<8, kLanes>(in, n, values + c, token_stride);
+      if (int_bits == 4)
+        dequantize_groups_int_transposed<4, kLanes>(in, n, values + c, token_stride);
+      if (int_bits == 2)
+        dequantize_groups_int_transposed<2, kLanes>(in, n, values + c, token_stride);
+    }
+    return;
+  }
+  // Other formats: all channels in one call (one codec dispatch, rows in lanes), then transposed.
   std::vector<float> channels(n_channels * n_tokens);
   unpack_rows_unchecked(format, packed.data(), row_bytes, n_channels, n_tokens, channels.data(),
                         n_tokens, per_channel);

@@ -420,7 +420,7 @@ TEST(Pack, KiviPerChannelGroups) {
     for (size_t c = 0; c < channels; ++c)
       k[t * stride + c] = normal(rng) * (1.0f + static_cast<float>(c % 7));
   }
-  for (const char* name : {"int4", "int2", "q4_0", "q8_0"}) {
+  for (const char* name : {"int8", "int4", "int2", "q4_0", "q8_0"}) {
     const Format f = Format::parse(name);
     const size_t row_bytes = packed_row_bytes(f, tokens, tokens);
     std::vector<uint8_t> packed(row_bytes * channels);
@@ -444,6 +444,16 @@ TEST(Pack, KiviPerChannelGroups) {
         ASSERT_LE(std::fabs(x - y), 4.5f * scale) << name;
       }
       for (size_t c = channels; c < stride; ++c) ASSERT_TRUE(std::isnan(back[t * stride + c]));
+    }
+    // Same bits as unpacking each channel alone (int channels go eight at a time, transposed).
+    for (size_t c = 0; c < channels; ++c) {
+      std::vector<float> column(tokens);
+      unpack_row(f, std::span(packed).subspan(c * row_bytes, row_bytes), column,
+                 {.group_size = tokens});
+      for (size_t t = 0; t < tokens; ++t) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(column[t]), std::bit_cast<uint32_t>(back[t * stride + c]))
+            << name << " channel " << c << " token " << t;
+      }
     }
   }
 }

@@ -103,5 +103,28 @@ KVPLAN_HD inline void dequantize_group_int(const uint8_t* in, int n, float* y) {
     y[i] = static_cast<float>(code) * scale + zero;
   }
 }
+// dequantize_group_int of kLanes groups of n values (in[l]), written transposed: value i of group
+// l goes to y[i * y_stride + l] (per-channel keys: a group is one channel over n tokens, and
+// attention wants tokens as rows). The same bits; CPU only.
+template <int kBits, int kLanes>
+inline void dequantize_groups_int_transposed(const uint8_t* const* in, int n, float* y,
+                                             size_t y_stride) {
+  constexpr uint32_t kMask = (1u << kBits) - 1u;
+  constexpr int kPerByte = 8 / kBits;
+  float scale[kLanes], zero[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    scale[l] = f16_to_f32(load_u16_le(in[l]));
+    zero[l] = f16_to_f32(load_u16_le(in[l] + 2));
+  }
+  for (int i = 0; i < n; ++i) {
+    float* row = y + static_cast<size_t>(i) * y_stride;
+    const int byte = static_cast<int>(sizeof(IntGroupHeader)) + i / kPerByte;
+    const int shift = (i % kPerByte) * kBits;
+    for (int l = 0; l < kLanes; ++l) {
+      const uint32_t code = (in[l][byte] >> shift) & kMask;
+      row[l] = static_cast<float>(code) * scale[l] + zero[l];
+    }
+  }
+}
 
 }  // namespace kvplan
