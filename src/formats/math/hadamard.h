@@ -27,12 +27,13 @@ KVPLAN_HD inline void hadamard_transform(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] *= scale;
 }
 
-// hadamard_transform of kLanes rows at once, interleaved: x[i * kLanes + l] is value i of row l.
-// Every row goes through the operations of hadamard_transform in the same order, so each gives
-// the same bits; one row per vector lane lets the narrow butterflies (half = 1, 2, 4), which
-// cannot fill a register within one row, run kLanes wide. CPU only (the GPU gives a row a thread).
+// hadamard_transform of kLanes rows at once, given interleaved (x[i * kLanes + l] is value i of
+// row l, overwritten) and written out as rows (rows[l]). Every row goes through the operations of
+// hadamard_transform in the same order, so each gives the same bits; one row per vector lane lets
+// the narrow butterflies (half = 1, 2, 4), which cannot fill a register within one row, run kLanes
+// wide. CPU only (the GPU gives a row a thread).
 template <int kLanes>
-inline void hadamard_transform_lanes(float* x, int n) {
+inline void hadamard_transform_lanes(float* x, int n, float* const* rows) {
   for (int half = 1; half < n; half *= 2) {
     for (int start = 0; start < n; start += 2 * half) {
       for (int i = start; i < start + half; ++i) {
@@ -50,6 +51,9 @@ inline void hadamard_transform_lanes(float* x, int n) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(n));
   KVPLAN_OMP_SIMD()
   for (int i = 0; i < n * kLanes; ++i) x[i] *= scale;
+  for (int l = 0; l < kLanes; ++l) {
+    for (int i = 0; i < n; ++i) rows[l][i] = x[i * kLanes + l];
+  }
 }
 
 }  // namespace kvplan

@@ -118,10 +118,7 @@ inline void dequantize_rows_tq_mse_lanes(const uint8_t* const* in, int n, float*
     KVPLAN_OMP_SIMD()
     for (int l = 0; l < kLanes; ++l) x[i * kLanes + l] = norm[l] * (x[i * kLanes + l] * inv[l]);
   }
-  hadamard_transform_lanes<kLanes>(x, n);
-  for (int l = 0; l < kLanes; ++l) {
-    for (int i = 0; i < n; ++i) y[l][i] = x[i * kLanes + l];
-  }
+  hadamard_transform_lanes<kLanes>(x, n, y);
 }
 
 // Values (tq_int3/4), vLLM's uniform store over the whole row: scale = (max - min) / (2^b - 1)
