@@ -12,6 +12,9 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 # PCRE2: Unicode-aware pre-tokenizer regexes (GPT-2 / Llama-3 style patterns).
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# cpp-httplib: the HTTP server of `kvplan serve` (Debian builds it as a shared library with TLS,
+# zlib and brotli; its pkg-config flags select the matching header configuration).
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 if(KVPLAN_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

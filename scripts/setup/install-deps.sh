@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format
   # libraries (ARCHITECTURE §5)
   libeigen3-dev libpagmo-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libpcre2-dev libxxhash-dev
+  libpcre2-dev libxxhash-dev libcpp-httplib-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # HIP (ARCHITECTURE §4): CI compiles the AMD kernels; running them needs an AMD GPU

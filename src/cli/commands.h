@@ -21,5 +21,6 @@ void register_tune_command(CLI::App& app);
 void register_export_command(CLI::App& app);
 void register_verify_command(CLI::App& app);
 void register_report_command(CLI::App& app);
+void register_serve_command(CLI::App& app);
 
 }  // namespace kvplan::cli

@@ -13,11 +13,14 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_fields.h"
 #include "core/json_text.h"
 #include "formats/kv_pair.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
+#include "plan/plan.h"
+#include "serve/prefix_cache.h"
 
 namespace kvplan::cli {
 namespace {
@@ -25,10 +28,11 @@ namespace {
 constexpr int kTraceTop = 5;  // tokens per step in --trace-out
 
 struct GenerateOptions {
-  std::string model, prompt, kv, mode, trace_out;
+  std::string model, prompt, messages, kv, plan, mode, trace_out;
   bool chat = false;
   int max_tokens = 64;
   int threads = 0;
+  size_t chunk_tokens = 0;  // 0: the prompt in one piece
 };
 
 int32_t argmax(const RowMatrix& logits) {
@@ -57,8 +61,25 @@ nlohmann::json top_tokens(const RowMatrix& logits, const Tokenizer& tokenizer, i
   return top;
 }
 
+// --messages: [{"role": "system" | "user" | "assistant", "content": "..."}, ...]
+std::vector<ChatMessage> read_chat_messages(const std::string& path) {
+  const nlohmann::json j = parse_json_text(read_text_file(path), path);
+  const JsonFields root(j, path);
+  if (!j.is_array() || j.empty()) {
+    fail(ErrorCode::kInvalidArgument, "{}: expected a non-empty JSON array of messages", path);
+  }
+  std::vector<ChatMessage> messages;
+  for (size_t i = 0; i < root.size(); ++i) {
+    const JsonFields m = root.element(i);
+    messages.push_back({m.string("role"), m.string("content")});
+  }
+  return messages;
+}
+
 void run_generate(const GenerateOptions& o) {
-  if (o.prompt.empty()) fail(ErrorCode::kInvalidArgument, "--prompt: the prompt is empty");
+  if (o.prompt.empty() == o.messages.empty()) {
+    fail(ErrorCode::kInvalidArgument, "--prompt or --messages: give one of them, not empty");
+  }
   if (o.max_tokens < 0)
     fail(ErrorCode::kInvalidArgument, "--max-tokens {}: expected >= 0", o.max_tokens);
   set_compute_threads(o.threads);
@@ -66,24 +87,39 @@ void run_generate(const GenerateOptions& o) {
   const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
   const Transformer model(weights);
   KvCacheOptions kv = KvCacheOptions::exact_kv();
-  if (!o.kv.empty()) {
+  if (!o.kv.empty() && !o.plan.empty()) {
+    fail(ErrorCode::kInvalidArgument, "--kv and --plan: give one of them");
+  }
+  if (!o.plan.empty()) {
+    const Plan plan = read_plan(o.plan);
+    check_plan_matches(plan, kv_model(weights).geometry, weights.config.source);
+    kv = serve::cache_options(plan);
+  } else if (!o.kv.empty()) {
     QuantSettings settings;
     if (!o.mode.empty()) settings.mode = parse_quant_mode(o.mode);
     kv = KvCacheOptions::uniform(KvPair::parse(o.kv), weights.config.n_layers, settings);
   }
   KvCache cache(weights.config, kv);
 
+  const bool chat = o.chat || !o.messages.empty();
   std::string text = o.prompt;
-  if (o.chat) text = tokenizer->apply_chat_template({{"user", o.prompt}}, true);
-  std::vector<int32_t> ids = tokenizer->encode(text, {.add_bos = true, .parse_special = o.chat});
+  if (!o.messages.empty()) {
+    text = tokenizer->apply_chat_template(read_chat_messages(o.messages), true);
+  } else if (o.chat) {
+    text = tokenizer->apply_chat_template({{"user", o.prompt}}, true);
+  }
+  std::vector<int32_t> ids = tokenizer->encode(text, {.add_bos = true, .parse_special = chat});
   if (ids.empty()) fail(ErrorCode::kInvalidArgument, "--prompt: tokenizes to no tokens");
   const std::vector<int32_t> stops = tokenizer->stop_ids();
 
-  std::string shown = o.chat ? std::string() : o.prompt;
+  std::string shown = chat ? std::string() : o.prompt;
   std::printf("%s", shown.c_str());
   std::fflush(stdout);
   const auto start = std::chrono::steady_clock::now();
-  RowMatrix logits = model.forward(ids, cache, nullptr, {.last_logits_only = true});
+  // In chunk-aligned pieces, the prompt's KV is what `kvplan serve` restores from stored chunks.
+  RowMatrix logits = o.chunk_tokens > 0
+                         ? serve::prefill_aligned(model, ids, 0, cache, o.chunk_tokens)
+                         : model.forward(ids, cache, nullptr, {.last_logits_only = true});
   const auto prefill_end = std::chrono::steady_clock::now();
   nlohmann::json steps = nlohmann::json::array();
   int generated = 0;
@@ -125,11 +161,18 @@ void register_generate_command(CLI::App& app) {
       app.add_subcommand("generate", "Greedy text generation with the embedded harness");
   cmd->footer("Example: kvplan generate --model stories260K.gguf --prompt \"Once upon a time\"");
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
-  cmd->add_option("--prompt", o->prompt, "The prompt text")->required();
+  cmd->add_option("--prompt", o->prompt, "The prompt text");
+  cmd->add_option("--messages", o->messages,
+                  "A JSON file of chat messages [{\"role\": ..., \"content\": ...}], rendered "
+                  "with the model's chat template (instead of --prompt)");
   cmd->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template");
   cmd->add_option("--max-tokens", o->max_tokens, "Tokens to generate (default 64)");
   cmd->add_option("--kv", o->kv, "Quantize the KV cache with this pair (default: exact)");
   cmd->add_option("--mode", o->mode, "per-token or kivi (with --kv)");
+  cmd->add_option("--plan", o->plan, "Keep the KV cache in this plan's formats");
+  cmd->add_option("--chunk-tokens", o->chunk_tokens,
+                  "Prefill the prompt in pieces aligned to this many tokens, as kvplan serve "
+                  "computes and stores them (default: one piece)");
   cmd->add_option("--threads", o->threads, "Compute threads (default: all cores)");
   cmd->add_option("--trace-out", o->trace_out,
                   "Write each step's 5 most likely tokens and their logits as JSON (to compare "

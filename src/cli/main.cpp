@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   kvplan::cli::register_export_command(app);
   kvplan::cli::register_verify_command(app);
   kvplan::cli::register_report_command(app);
+  kvplan::cli::register_serve_command(app);
   app.parse_complete_callback([&] {
     kvplan::init_logging(quiet     ? kvplan::LogLevel::kQuiet
                          : verbose ? kvplan::LogLevel::kVerbose

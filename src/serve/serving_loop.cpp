@@ -10,10 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
-#include "formats/kv_bytes.h"
 #include "model/next_token_kl.h"
-#include "runtime/plan_layout.h"
-#include "serve/prefix_cache.h"
+#include "serve/batcher.h"
 
 namespace kvplan::serve {
 namespace {
@@ -34,9 +32,8 @@ struct Arrival {
 // A request being served.
 struct Running {
   size_t record = 0;
-  std::unique_ptr<KvCache> cache;
+  Batcher::SequenceId id = 0;
   std::vector<int32_t> generated;
-  uint64_t reserved = 0;
   bool sampled = false;
   std::vector<Eigen::RowVectorXf> served;  // sampled: each answer position's logits
 };
@@ -47,20 +44,14 @@ int32_t greedy(const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
   return static_cast<int32_t>(best);
 }
 
-// The device tier stages restores and stores: room for the longest prompt's chunks.
 RuntimeOptions runtime_options(const Plan& plan, const Workload& w, const ServeOptions& o) {
-  const PlanLayout layout(plan, {.chunk_tokens = o.chunk_tokens});
   size_t longest = 0;
   for (const Turn& t : w.turns) longest = std::max(longest, t.prompt.size());
-  RuntimeOptions r;
-  r.backend = make_host_standin_backend({.lock_host_pages = false});
-  r.chunk_tokens = o.chunk_tokens;
-  r.device_capacity_bytes = (longest / o.chunk_tokens + 1) * layout.chunk_bytes();
-  r.host_capacity_bytes = std::max<uint64_t>(o.host_memory_bytes, stored_chunk_bytes(layout));
-  r.disk_dir = o.disk_dir;
-  r.disk_capacity_bytes = o.disk_bytes;
-  r.disk_fsync = false;
-  return r;
+  return serving_runtime_options(plan, {.chunk_tokens = o.chunk_tokens,
+                                        .longest_prompt_tokens = longest,
+                                        .host_memory_bytes = o.host_memory_bytes,
+                                        .disk_dir = o.disk_dir,
+                                        .disk_bytes = o.disk_bytes});
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -92,21 +83,16 @@ void add_quality(const Transformer& model, const std::vector<int32_t>& prompt, c
 
 ServeResult run_serving(const Transformer& model, const Plan& plan, const std::string& label,
                         const Workload& w, const ServeOptions& o) {
-  const KvGeometry& geometry = plan.model.geometry;
-  const std::vector<KvPair> pairs = plan.pairs();
-  const QuantSettings& settings = plan.quantization;
+  Batcher batcher(model, plan, runtime_options(plan, w, o), o.kv_memory_bytes);
   ServeResult r;
   r.label = label;
-  r.bytes_per_token = kv_bytes_per_token(geometry, pairs, settings);
-  const KvCacheOptions cache = cache_options(plan);
-  PrefixCache prefixes(plan, runtime_options(plan, w, o));
+  r.bytes_per_token = batcher.bytes_per_token();
   const int64_t answer = w.options.answer_tokens;
 
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals;
   for (int u = 0; u < w.options.users; ++u) arrivals.push({w.user_start_s[u], u, 0});
   std::deque<size_t> waiting;
   std::vector<Running> running;
-  uint64_t used = 0;
   double now = 0, kl_sum = 0;
   int64_t top1 = 0;
   int sampled = 0;
@@ -128,34 +114,29 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
     while (!waiting.empty() && !stopped()) {
       RequestRecord& rec = r.requests[waiting.front()];
       const Turn& turn = w.turn(rec.user, rec.round);
-      const uint64_t need = kv_cache_bytes(geometry, pairs, settings,
-                                           static_cast<int64_t>(turn.prompt.size()) + answer, 1);
-      if (need > o.kv_memory_bytes) {
+      const uint64_t need = batcher.reservation(static_cast<int64_t>(turn.prompt.size()) + answer);
+      if (!batcher.can_ever_fit(need)) {
         rec.rejected = true;  // the user's conversation ends here
         waiting.pop_front();
         continue;
       }
-      if (used + need > o.kv_memory_bytes) break;
+      if (!batcher.fits(need)) break;
       waiting.pop_front();
       Running seq;
       seq.record = static_cast<size_t>(&rec - r.requests.data());
-      seq.reserved = need;
       seq.sampled = sampled < o.quality_samples;
       sampled += seq.sampled;
-      seq.cache = std::make_unique<KvCache>(model.config(), cache);
       rec.admitted_s = now;
       const auto start = Clock::now();
-      const PrefixRestore restored = prefixes.restore(turn.prompt, *seq.cache);
-      const RowMatrix logits =
-          prefixes.prefill_storing(model, turn.prompt, restored.tokens, *seq.cache);
+      const Batcher::Prefilled prefilled = batcher.admit(turn.prompt, need);
       now += seconds_since(start);
-      rec.restored_tokens = static_cast<int64_t>(restored.tokens);
+      seq.id = prefilled.id;
+      rec.restored_tokens = static_cast<int64_t>(prefilled.restore.tokens);
       rec.computed_tokens = rec.prompt_tokens - rec.restored_tokens;
       rec.first_token_s = now;
       rec.token_s.push_back(now);
-      seq.generated.push_back(greedy(logits.row(0)));
-      if (seq.sampled) seq.served.push_back(logits.row(0));
-      used += need;
+      seq.generated.push_back(greedy(prefilled.logits));
+      if (seq.sampled) seq.served.push_back(prefilled.logits);
       running.push_back(std::move(seq));
       r.most_running = std::max(r.most_running, static_cast<int>(running.size()));
     }
@@ -166,20 +147,16 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
       continue;
     }
     // One decode step of every running request that still has tokens to generate.
-    std::vector<RowMatrix> inputs;
-    std::vector<Transformer::BatchSequence> batch;
+    std::vector<Batcher::StepToken> tokens;
     std::vector<Running*> stepping;
     for (Running& seq : running) {
       if (static_cast<int64_t>(seq.generated.size()) >= answer) continue;
-      inputs.push_back(model.embed(std::span(&seq.generated.back(), 1)));
+      tokens.push_back({seq.id, seq.generated.back()});
       stepping.push_back(&seq);
     }
     if (!stepping.empty()) {
-      for (size_t i = 0; i < stepping.size(); ++i) {
-        batch.push_back({&inputs[i], stepping[i]->cache.get(), 0, nullptr});
-      }
       const auto start = Clock::now();
-      const RowMatrix logits = model.forward_batch_from_layer(0, batch);
+      const RowMatrix logits = batcher.step(tokens);
       now += seconds_since(start);
       for (size_t i = 0; i < stepping.size(); ++i) {
         Running& seq = *stepping[i];
@@ -200,7 +177,7 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
       const Turn& turn = w.turn(rec.user, rec.round);
       rec.finished_s = now;
       rec.completed = true;
-      used -= it->reserved;
+      batcher.release(it->id);
       if (it->sampled) add_quality(model, turn.prompt, *it, r, kl_sum, top1);
       if (rec.round + 1 < w.options.rounds) {
         arrivals.push({now + w.options.think_time_s, rec.user, rec.round + 1});
@@ -209,7 +186,7 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
     }
   }
   r.end_s = o.duration_s > 0 ? std::min(now, o.duration_s) : now;
-  r.runtime = prefixes.stats();
+  r.runtime = batcher.runtime_stats();
   if (r.quality_positions > 0) {
     r.served_mean_kl = kl_sum / static_cast<double>(r.quality_positions);
     r.served_top1 = static_cast<double>(top1) / static_cast<double>(r.quality_positions);
