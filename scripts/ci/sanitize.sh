@@ -4,8 +4,9 @@
 #   address  AddressSanitizer + UndefinedBehaviorSanitizer: the unit tests, i.e. every ctest but
 #            the slow end-to-end model runs (KVPLAN_SANITIZE_SKIP, a ctest -E regex), and the fuzz
 #            replay tests (the corpus and found crashers through every parser)
-#   thread   ThreadSanitizer: the runtime tests (the only multi-threaded library code), the stress
-#            test at its default 100k operations (set KVPLAN_STRESS_OPS to change that)
+#   thread   ThreadSanitizer: the runtime tests, the stress test at its default 100k operations
+#            (set KVPLAN_STRESS_OPS to change that), and the serving engine's tests (the worker
+#            thread of `kvplan serve`; their model build adds minutes, so the ci mode leaves them out)
 #   ci       what every CI run does (scripts/test.sh), sized for 2 cores: `thread`, then an
 #            ASan+UBSan build of only the unit-test binaries of core, formats, plan and runtime and
 #            the fuzz replays of every parser, run directly (no CLI, search, report or model runs)
@@ -50,12 +51,16 @@ address() {
   echo "== address;undefined: clean ($((SECONDS - start)) s)"
 }
 
-thread() {
+thread() {  # [with-serve]
   local dir="$root/build-tsan" start=$SECONDS
   local targets=(kvplan_runtime_test kvplan_runtime_stress_test)
   configure "$dir" thread
   ninja -C "$dir" -j"$jobs" "${targets[@]}"
   for t in "${targets[@]}"; do "$dir/tests/runtime/$t" --gtest_brief=1; done
+  if [[ "${1:-}" == with-serve ]]; then
+    ninja -C "$dir" -j"$jobs" kvplan_serve_test
+    "$dir/tests/serve/kvplan_serve_test" --gtest_brief=1 --gtest_filter='EngineTest.*'
+  fi
   echo "== thread: clean ($((SECONDS - start)) s)"
 }
 
@@ -75,9 +80,9 @@ address_units() {
 }
 
 case "${1:-all}" in
-  thread) thread ;;
+  thread) thread with-serve ;;
   address) address ;;
   ci) thread; address_units ;;
-  all) thread; address ;;
+  all) thread with-serve; address ;;
   *) echo "usage: $0 [thread|address|ci|all]" >&2; exit 2 ;;
 esac

@@ -29,14 +29,15 @@
 #include "serve/prefix_cache.h"
 #include "serve/serving_loop.h"
 #include "serve/workload.h"
+#include "server/http_workload.h"
 
 namespace kvplan::cli {
 namespace {
 
 struct BenchServeOptions {
-  std::string model, text, host_memory = "1GiB", disk, html;
-  std::vector<std::string> kv = {"bf16/bf16"};
-  std::vector<std::string> kv_memory = {"64MiB"};
+  std::string model, text, host_memory = "1GiB", disk, html, url;
+  std::vector<std::string> kv;         // default bf16/bf16
+  std::vector<std::string> kv_memory;  // default 64MiB
   serve::WorkloadOptions workload;
   size_t chunk_tokens = 256;
   double duration_s = 0;
@@ -68,6 +69,11 @@ std::vector<Config> configs_of(const std::vector<std::string>& kv, const ModelWe
                              QuantSettings{})});
   }
   return out;
+}
+
+std::filesystem::path text_path(const BenchServeOptions& o) {
+  return o.text.empty() ? config_dir() / "calibration" / "report.jsonl"
+                        : std::filesystem::path(o.text);
 }
 
 std::vector<int32_t> text_tokens(const std::filesystem::path& file, const Tokenizer& tokenizer) {
@@ -145,11 +151,13 @@ nlohmann::ordered_json row_json(const Row& row) {
 std::string workload_line(const serve::WorkloadOptions& w, const BenchServeOptions& o) {
   return fmt::format(
       "workload: {} users x {} rounds, system {} + document {} + question {} tokens, answers {} "
-      "tokens, a user every {:.3g} s, think {:.3g} s, document reuse {:.2f}, seed {}; chunks of {} "
-      "tokens, host tier {}{}{}",
+      "tokens, a user every {:.3g} s, think {:.3g} s, document reuse {:.2f}, seed {}; {}{}",
       w.users, w.rounds, w.system_tokens, w.document_tokens, w.question_tokens, w.answer_tokens,
-      w.user_interval_s, w.think_time_s, w.document_reuse, w.seed, o.chunk_tokens, o.host_memory,
-      o.disk.empty() ? "" : ", disk " + o.disk,
+      w.user_interval_s, w.think_time_s, w.document_reuse, w.seed,
+      // Over HTTP the chunks and tiers are the server's own.
+      o.url.empty() ? fmt::format("chunks of {} tokens, host tier {}{}", o.chunk_tokens,
+                                  o.host_memory, o.disk.empty() ? "" : ", disk " + o.disk)
+                    : "over HTTP to " + o.url,
       o.duration_s > 0 ? fmt::format(", {:.3g} s of serving", o.duration_s) : "");
 }
 
@@ -190,16 +198,19 @@ void print_text(const std::string& model, const std::string& workload, const Ben
   for (const Row& row : rows) {
     const serve::ServeSummary& s = row.summary;
     const serve::ServeResult& r = row.result;
+    // Served quality is measured in process only (over HTTP: "-").
+    const std::string kl = r.quality_positions > 0 ? fmt::format("{:.5f}", r.served_mean_kl) : "-";
+    const std::string top1 =
+        r.quality_positions > 0 ? fmt::format("{:.1f}%", 100 * r.served_top1) : "-";
     std::printf(
         "%-22s %10s %9.0f %3d/%-2d %8.2fs %8.2fs %8.2fs %8.1f %9.2f %10lld %10lld %6llu %6llu "
-        "%9.5f %6.1f%%\n",
+        "%9s %7s\n",
         r.label.c_str(), format_bytes(static_cast<double>(row.kv_memory), 2).c_str(),
         r.bytes_per_token, s.completed, s.requests, s.ttft_p50_s, s.ttft_p95_s, s.ttft_p99_s,
         1000 * s.itl_mean_s, s.decode_tokens_per_s, static_cast<long long>(s.computed_tokens),
         static_cast<long long>(s.restored_tokens),
         static_cast<unsigned long long>(r.runtime.hits_host + r.runtime.hits_device),
-        static_cast<unsigned long long>(r.runtime.hits_disk), r.served_mean_kl,
-        100 * r.served_top1);
+        static_cast<unsigned long long>(r.runtime.hits_disk), kl.c_str(), top1.c_str());
   }
   std::printf(
       "\ndone: completed / requests issued; TTFT from arrival to the first token; computed / "
@@ -209,7 +220,53 @@ void print_text(const std::string& model, const std::string& workload, const Ben
       o.quality_samples);
 }
 
-void run_bench_serve(const BenchServeOptions& o) {
+// The result as the flags ask: HTML page, JSON, or the text table.
+void print_rows(const std::string& model, const serve::Workload& workload,
+                const BenchServeOptions& o, const std::vector<Row>& rows) {
+  const std::string workload_text = workload_line(workload.options, o);
+  if (!o.html.empty()) write_html(o.html, model, workload_text, rows);
+  if (o.json) {
+    nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+    for (const Row& row : rows) runs.push_back(row_json(row));
+    std::printf("%s\n",
+                json_text(nlohmann::ordered_json{{"model", model},
+                                                 {"workload", workload_json(workload.options, o)},
+                                                 {"runs", runs}},
+                          2)
+                    .c_str());
+    return;
+  }
+  print_text(model, workload_text, o, rows);
+}
+
+// --url: the workload over HTTP to a running `kvplan serve`, whose KV configuration it is.
+std::vector<Row> run_over_http(const BenchServeOptions& o, const serve::Workload& workload) {
+  if (!o.kv.empty() || !o.kv_memory.empty()) {
+    fail(ErrorCode::kInvalidArgument,
+         "--url: the server's --kv/--plan and --kv-memory are its own; do not give them here");
+  }
+  const server::HttpServerInfo info = server::http_server_info(o.url);
+  spdlog::info("bench serve: over HTTP to {} ({}, {:.0f} B/token, {} of KV memory)", o.url,
+               info.model, info.bytes_per_token,
+               format_bytes(static_cast<double>(info.kv_memory_bytes), 2));
+  Row row{
+      info.kv_memory_bytes, server::drive_workload_over_http(o.url, workload, o.duration_s), {}};
+  row.summary = serve::summarize(row.result);
+  return {row};
+}
+
+void run_bench_serve(BenchServeOptions o) {
+  if (!o.url.empty()) {
+    set_compute_threads(o.threads);
+    const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
+    const serve::Workload workload = serve::make_workload(
+        o.workload, text_tokens(text_path(o), *tokenizer), tokenizer->bos_id());
+    const std::vector<Row> rows = run_over_http(o, workload);
+    print_rows(std::filesystem::path(o.model).stem().string(), workload, o, rows);
+    return;
+  }
+  if (o.kv.empty()) o.kv = {"bf16/bf16"};
+  if (o.kv_memory.empty()) o.kv_memory = {"64MiB"};
   const ModelWeights weights = load_model_weights(o.model);
   set_compute_threads(o.threads);
   const std::vector<Config> configs = configs_of(o.kv, weights);
@@ -218,10 +275,8 @@ void run_bench_serve(const BenchServeOptions& o) {
   std::vector<uint64_t> memories;
   for (const std::string& m : o.kv_memory) memories.push_back(parse_byte_size(m, "--kv-memory"));
   const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
-  const std::filesystem::path text = o.text.empty() ? config_dir() / "calibration" / "report.jsonl"
-                                                    : std::filesystem::path(o.text);
   const serve::Workload workload =
-      serve::make_workload(o.workload, text_tokens(text, *tokenizer), tokenizer->bos_id());
+      serve::make_workload(o.workload, text_tokens(text_path(o), *tokenizer), tokenizer->bos_id());
   serve::ServeOptions serving;
   serving.host_memory_bytes = parse_byte_size(o.host_memory, "--host-memory");
   serving.chunk_tokens = o.chunk_tokens;
@@ -245,20 +300,7 @@ void run_bench_serve(const BenchServeOptions& o) {
       rows.push_back(std::move(row));
     }
   }
-  const std::string workload_text = workload_line(workload.options, o);
-  if (!o.html.empty()) write_html(o.html, weights.config.name, workload_text, rows);
-  if (o.json) {
-    nlohmann::ordered_json runs = nlohmann::ordered_json::array();
-    for (const Row& row : rows) runs.push_back(row_json(row));
-    std::printf("%s\n",
-                json_text(nlohmann::ordered_json{{"model", weights.config.name},
-                                                 {"workload", workload_json(workload.options, o)},
-                                                 {"runs", runs}},
-                          2)
-                    .c_str());
-    return;
-  }
-  print_text(weights.config.name, workload_text, o, rows);
+  print_rows(weights.config.name, workload, o, rows);
 }
 
 }  // namespace
@@ -308,6 +350,9 @@ void register_bench_serve_command(CLI::App* bench) {
   cmd->add_flag("--json", o->json, "Print the result as JSON");
   cmd->add_option("--html", o->html,
                   "Also write an HTML page: the table, TTFT CDFs and the KV memory sweep");
+  cmd->add_option("--url", o->url,
+                  "Send the workload over HTTP to a running kvplan serve (its KV configuration and "
+                  "memory) instead of serving it in process");
   cmd->callback([o] { run_bench_serve(*o); });
 }
 

@@ -166,6 +166,7 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat) {
     }
   }
   r.stream = boolean(body, "stream");
+  r.ignore_eos = boolean(body, "ignore_eos");
   if (const json* options = field(body, "stream_options")) {
     if (!options->is_object()) bad("stream_options", "expected an object");
     r.include_usage = boolean(*options, "include_usage");

@@ -47,6 +47,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool ignore_eos = false;     // vLLM's extension: end-of-text tokens do not end the answer
 };
 
 // Throws ApiError(400) naming the field for malformed JSON, a missing or mistyped field, or a

@@ -22,7 +22,7 @@ TEST(OpenAiRequest, ReadsACompletionRequest) {
   const CompletionRequest r = parse_completion_request(
       R"({"model": "m", "prompt": "Once", "max_tokens": 5, "temperature": 0, "top_p": 0.5,
           "seed": 9, "stop": ["\n", "END"], "stream": true,
-          "stream_options": {"include_usage": true}})",
+          "stream_options": {"include_usage": true}, "ignore_eos": true})",
       false);
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(r.prompt, "Once");
@@ -33,6 +33,7 @@ TEST(OpenAiRequest, ReadsACompletionRequest) {
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n", "END"}));
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
+  EXPECT_TRUE(r.ignore_eos);
 }
 
 TEST(OpenAiRequest, DefaultsAreOpenAis) {
