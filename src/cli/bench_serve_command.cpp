@@ -216,8 +216,8 @@ void print_text(const std::string& model, const std::string& workload, const Ben
       "\ndone: completed / requests issued; TTFT from arrival to the first token; computed / "
       "restored: prompt tokens prefilled / restored from stored prefixes; host, disk: chunks "
       "restored from each tier; served KL: KL(exact || served) of the answers' next-token "
-      "distributions on the first %d requests.\n",
-      o.quality_samples);
+      "distributions on the first %d requests (in process only).\n",
+      o.url.empty() ? o.quality_samples : 0);
 }
 
 // The result as the flags ask: HTML page, JSON, or the text table.
