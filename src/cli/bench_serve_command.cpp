@@ -148,14 +148,18 @@ nlohmann::ordered_json row_json(const Row& row) {
           {"ttft_s", ttft}};
 }
 
-std::string workload_line(const serve::WorkloadOptions& w, const BenchServeOptions& o) {
+std::string workload_line(const serve::Workload& workload, const BenchServeOptions& o) {
+  const serve::WorkloadOptions& w = workload.options;
   return fmt::format(
       "workload: {} users x {} rounds, system {} + document {} + question {} tokens, answers {} "
       "tokens, a user every {:.3g} s, think {:.3g} s, document reuse {:.2f}, seed {}; {}{}",
       w.users, w.rounds, w.system_tokens, w.document_tokens, w.question_tokens, w.answer_tokens,
       w.user_interval_s, w.think_time_s, w.document_reuse, w.seed,
       // Over HTTP the chunks and tiers are the server's own.
-      o.url.empty() ? fmt::format("chunks of {} tokens, host tier {}{}", o.chunk_tokens,
+      // The device tier stages the longest prompt (kvplan serve --staging-tokens sets the same).
+      o.url.empty() ? fmt::format("chunks of {} tokens, device tier staging {} tokens, host tier "
+                                  "{}{}",
+                                  o.chunk_tokens, serve::longest_prompt_tokens(workload),
                                   o.host_memory, o.disk.empty() ? "" : ", disk " + o.disk)
                     : "over HTTP to " + o.url,
       o.duration_s > 0 ? fmt::format(", {:.3g} s of serving", o.duration_s) : "");
@@ -223,7 +227,7 @@ void print_text(const std::string& model, const std::string& workload, const Ben
 // The result as the flags ask: HTML page, JSON, or the text table.
 void print_rows(const std::string& model, const serve::Workload& workload,
                 const BenchServeOptions& o, const std::vector<Row>& rows) {
-  const std::string workload_text = workload_line(workload.options, o);
+  const std::string workload_text = workload_line(workload, o);
   if (!o.html.empty()) write_html(o.html, model, workload_text, rows);
   if (o.json) {
     nlohmann::ordered_json runs = nlohmann::ordered_json::array();

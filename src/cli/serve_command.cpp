@@ -1,6 +1,7 @@
 // kvplan serve: an OpenAI-compatible HTTP server over the harness's packed KV pages, with
 // continuous batching and prefix reuse through the runtime's tiers (src/server, src/serve).
 // SIGTERM or SIGINT drains: new requests get 503, the ones in flight finish, the process exits 0.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "cli/kv_flags.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "formats/kv_bytes.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
@@ -34,6 +36,7 @@ struct ServeOptions {
   KvFlags kv;
   int port = 8080;
   size_t chunk_tokens = 256;
+  int64_t staging_tokens = 0;  // 0: the longest sequence the KV memory holds
   int64_t default_max_tokens = 256;
   int threads = 0;
   int http_threads = 64;
@@ -52,6 +55,17 @@ Plan served_plan(const ServeOptions& o, const ModelWeights& weights) {
           ? std::vector<KvPair>(model.geometry.layers.size(), KvPair::parse("bf16/bf16"))
           : kv.choices.front().pairs;
   return plan_of_pairs(model, pairs, kv.settings);
+}
+
+// The device tier stages a prompt's restored and stored chunks and keeps them as its LRU cache. By
+// default it has room for the longest prompt the engine can admit: what the KV memory holds, at
+// most the model's context.
+int64_t longest_admissible_prompt(const Plan& plan, const ModelWeights& weights,
+                                  uint64_t kv_memory) {
+  const double per_token = kv_bytes_per_token(plan.model.geometry, plan.pairs(), plan.quantization);
+  const auto held = static_cast<int64_t>(static_cast<double>(kv_memory) / per_token);
+  const int64_t context = weights.config.context_length;
+  return std::max<int64_t>(1, context > 0 ? std::min(held, context) : held);
 }
 
 void run_serve(const ServeOptions& o) {
@@ -76,14 +90,15 @@ void run_serve(const ServeOptions& o) {
   const Plan plan = served_plan(o, weights);
   const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
   const Transformer model(weights);
-  const int64_t context = weights.config.context_length;
+  if (o.staging_tokens < 0) fail(ErrorCode::kInvalidArgument, "--staging-tokens: expected >= 0");
+  const int64_t staging =
+      o.staging_tokens > 0 ? o.staging_tokens : longest_admissible_prompt(plan, weights, kv_memory);
   serve::EngineOptions engine_options;
   engine_options.kv_memory_bytes = kv_memory;
-  engine_options.tiers = {
-      .chunk_tokens = o.chunk_tokens,
-      .longest_prompt_tokens = static_cast<size_t>(context > 0 ? context : 1 << 16),
-      .host_memory_bytes = parse_byte_size(o.host_memory, "--host-memory"),
-      .disk_dir = o.disk};
+  engine_options.tiers = {.chunk_tokens = o.chunk_tokens,
+                          .longest_prompt_tokens = static_cast<size_t>(staging),
+                          .host_memory_bytes = parse_byte_size(o.host_memory, "--host-memory"),
+                          .disk_dir = o.disk};
   serve::Engine engine(model, plan, engine_options);
   const std::string name =
       o.model_name.empty() ? std::filesystem::path(o.model).stem().string() : o.model_name;
@@ -95,9 +110,10 @@ void run_serve(const ServeOptions& o) {
   const int port = http.bind(o.host, o.port);
   std::printf(
       "kvplan serve: listening on http://%s:%d (model %s, KV %s at %.0f B/token, %s of KV "
-      "memory)\n",
+      "memory, device tier staging %lld tokens)\n",
       o.host.c_str(), port, name.c_str(), serve::cache_options(plan).describe().c_str(),
-      engine.counters().bytes_per_token, format_bytes(static_cast<double>(kv_memory), 2).c_str());
+      engine.counters().bytes_per_token, format_bytes(static_cast<double>(kv_memory), 2).c_str(),
+      static_cast<long long>(staging));
   std::fflush(stdout);
   std::thread waiter([&] {
     int sig = 0;
@@ -130,6 +146,9 @@ void register_serve_command(CLI::App& app) {
   cmd->add_option("--host-memory", o->host_memory, "Host tier for stored prefixes (default 1GiB)");
   cmd->add_option("--disk", o->disk, "Disk tier directory (default: none)");
   cmd->add_option("--chunk-tokens", o->chunk_tokens, "Tokens per stored chunk (default 256)");
+  cmd->add_option("--staging-tokens", o->staging_tokens,
+                  "Device tier room in prompt tokens (default: the longest prompt the KV memory "
+                  "holds; bench serve uses the workload's longest)");
   cmd->add_option("--host", o->host, "Address to bind (default 127.0.0.1: this machine only)");
   cmd->add_option("--port", o->port, "Port (default 8080; 0: any free port, printed)");
   cmd->add_option("--served-model-name", o->model_name,

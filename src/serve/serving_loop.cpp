@@ -45,10 +45,8 @@ int32_t greedy(const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
 }
 
 RuntimeOptions runtime_options(const Plan& plan, const Workload& w, const ServeOptions& o) {
-  size_t longest = 0;
-  for (const Turn& t : w.turns) longest = std::max(longest, t.prompt.size());
   return serving_runtime_options(plan, {.chunk_tokens = o.chunk_tokens,
-                                        .longest_prompt_tokens = longest,
+                                        .longest_prompt_tokens = longest_prompt_tokens(w),
                                         .host_memory_bytes = o.host_memory_bytes,
                                         .disk_dir = o.disk_dir,
                                         .disk_bytes = o.disk_bytes});

@@ -72,4 +72,10 @@ Workload make_workload(const WorkloadOptions& o, std::span<const int32_t> text,
   return w;
 }
 
+size_t longest_prompt_tokens(const Workload& workload) {
+  size_t longest = 0;
+  for (const Turn& t : workload.turns) longest = std::max(longest, t.prompt.size());
+  return longest;
+}
+
 }  // namespace kvplan::serve

@@ -53,4 +53,7 @@ struct Workload {
 Workload make_workload(const WorkloadOptions& options, std::span<const int32_t> text,
                        std::optional<int32_t> bos);
 
+// The longest prompt of any turn, in tokens.
+size_t longest_prompt_tokens(const Workload& workload);
+
 }  // namespace kvplan::serve
