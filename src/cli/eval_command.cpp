@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/eval_passkey.h"
 #include "cli/kv_flags.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -31,6 +32,7 @@ namespace kvplan::cli {
 namespace {
 
 struct EvalCommandOptions {
+  std::string task = "perplexity";
   std::string model, text_path, prompts_path;
   KvFlags kv;
   std::vector<int> contexts{256};
@@ -39,6 +41,9 @@ struct EvalCommandOptions {
   std::string device = "auto";
   bool exact_chunk = false;
   bool json = false;
+  PasskeyOptions passkey;
+  bool contexts_given = false;
+  bool passkey_flags_given = false;
 };
 
 // Prompts: one per line; a line starting with '{' is JSON with a "text" or "prompt" string field
@@ -317,6 +322,27 @@ void print_text(const EvalReport& report) {
 }
 
 void run_eval(const EvalCommandOptions& o) {
+  if (o.task == "passkey") {
+    if (!o.prompts_path.empty()) {
+      fail(ErrorCode::kInvalidArgument, "--task passkey builds its prompts: --prompts is not used");
+    }
+    if (o.max_chunks != 0)
+      fail(ErrorCode::kInvalidArgument, "--task passkey: --chunks is not used");
+    PasskeyRequest r{.model = o.model,
+                     .text_path = o.text_path,
+                     .kv = o.kv,
+                     .task = o.passkey,
+                     .threads = o.threads,
+                     .exact_chunk = o.exact_chunk,
+                     .json = o.json};
+    if (o.contexts_given) r.task.contexts.assign(o.contexts.begin(), o.contexts.end());
+    run_passkey_eval(r);
+    return;
+  }
+  if (o.passkey_flags_given) {
+    fail(ErrorCode::kInvalidArgument,
+         "--depths, --haystacks, --keys and --seed need --task passkey");
+  }
   const EvalReport report = evaluate(o);
   if (o.json) {
     std::printf("%s\n", json_text(to_json(report), 2).c_str());
@@ -337,9 +363,16 @@ void register_eval_command(CLI::App& app) {
       "       kvplan eval --model SmolLM2-135M-Instruct.Q4_1.gguf --text long.txt --plan plan.json "
       "--ctx 256,2048,8192\n"
       "With --text, PPL follows llama-perplexity (-c CTX): chunks of CTX tokens, BOS first, only\n"
-      "the second half of each chunk scored, so numbers compare with llama.cpp's.");
+      "the second half of each chunk scored, so numbers compare with llama.cpp's.\n"
+      "       kvplan eval --task passkey --model SmolLM2-135M-Instruct.Q4_1.gguf --text "
+      "tinystories-valid-sample.txt --plan plan.json --kv int4_kivi/tq_mse3 --ctx 1024,4096");
+  cmd->add_option("--task", o->task,
+                  "perplexity (default: PPL, KL, top-1) or passkey (pass-key retrieval at long "
+                  "context; --plan and --kv together compare both with exact KV)")
+      ->check(CLI::IsMember({"perplexity", "passkey"}));
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
-  cmd->add_option("--text", o->text_path, "Plain text evaluated with llama-perplexity's protocol");
+  cmd->add_option("--text", o->text_path,
+                  "Plain text evaluated with llama-perplexity's protocol (passkey: the filler)");
   cmd->add_option("--prompts", o->prompts_path, "One prompt per line (or JSONL with \"text\")");
   add_kv_flags(cmd, o->kv, /*several_pairs=*/false);
   cmd->add_option("--ctx", o->contexts,
@@ -351,9 +384,24 @@ void register_eval_command(CLI::App& app) {
   cmd->add_flag("--exact-chunk", o->exact_chunk,
                 "A chunk's own attention reads its exact K/V (default: the quantized cache, as "
                 "llama.cpp and vLLM do)");
+  auto* depths = cmd->add_option("--depths", o->passkey.depths,
+                                 "passkey: where the asked key sits, 0 (start) to 1 (end) "
+                                 "(default 0,0.25,0.5,0.75,1)")
+                     ->delimiter(',');
+  auto* haystacks = cmd->add_option("--haystacks", o->passkey.haystacks,
+                                    "passkey: haystacks per context and depth (default 2)");
+  auto* keys = cmd->add_option("--keys", o->passkey.keys,
+                               "passkey: labelled keys per haystack, one asked (default 1)");
+  auto* seed = cmd->add_option("--seed", o->passkey.seed, "passkey: haystack seed (default 1)");
   add_device_option(cmd, &o->device);
   cmd->add_flag("--json", o->json, "Print the result as JSON");
-  cmd->callback([o] { run_eval(*o); });
+  auto* contexts = cmd->get_option("--ctx");
+  cmd->callback([o, contexts, depths, haystacks, keys, seed] {
+    o->contexts_given = contexts->count() > 0;
+    o->passkey_flags_given =
+        depths->count() + haystacks->count() + keys->count() + seed->count() > 0;
+    run_eval(*o);
+  });
 }
 
 }  // namespace kvplan::cli
