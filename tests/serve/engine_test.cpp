@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "model/model_weights.h"
 #include "serve/prefix_cache.h"
+#include "stories_serving_fixture.h"
 #include "test_paths.h"
 
 namespace kvplan::serve {
@@ -27,17 +28,11 @@ GenerationRequest greedy_request(std::vector<int32_t> prompt, int64_t max_tokens
   return r;
 }
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public StoriesServingTest {
  protected:
   void SetUp() override {
-    const auto model = test::models_dir() / "stories260K.gguf";
-    KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
-    weights_ = std::make_unique<ModelWeights>(load_model_weights(model));
-    model_ = std::make_unique<Transformer>(*weights_);
-    plan_ = plan_of_pairs(kv_model(*weights_),
-                          std::vector<KvPair>(static_cast<size_t>(weights_->config.n_layers),
-                                              KvPair::parse("int8/int4")),
-                          QuantSettings{});
+    StoriesServingTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
   }
   EngineOptions options(uint64_t kv_memory = 64 << 20) const {
     EngineOptions o;
@@ -66,9 +61,6 @@ class EngineTest : public ::testing::Test {
     }
     return out;
   }
-  std::unique_ptr<ModelWeights> weights_;
-  std::unique_ptr<Transformer> model_;
-  Plan plan_;
 };
 
 TEST_F(EngineTest, ARequestAloneGetsThePlainGreedyTokens) {

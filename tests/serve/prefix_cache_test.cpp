@@ -16,6 +16,7 @@
 
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
+#include "stories_serving_fixture.h"
 #include "test_paths.h"
 
 namespace kvplan::serve {
@@ -33,14 +34,12 @@ struct RequestRun {
   std::vector<Tier> tiers;
 };
 
-class PrefixReuse : public ::testing::Test {
+class PrefixReuse : public StoriesServingTest {
  protected:
   void SetUp() override {
-    const fs::path model = test::models_dir() / "stories260K.gguf";
-    KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
-    weights_ = std::make_unique<ModelWeights>(load_model_weights(model));
-    model_ = std::make_unique<Transformer>(*weights_);
-    const std::unique_ptr<Tokenizer> tok = load_model_tokenizer(model);
+    StoriesServingTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    const std::unique_ptr<Tokenizer> tok = load_model_tokenizer(model_path());
     // A long shared history, then two different last turns.
     std::string history;
     for (int i = 0; i < 6; ++i) {
@@ -54,10 +53,6 @@ class PrefixReuse : public ::testing::Test {
     for (const int32_t t : tok->encode(" The sun was hot.", {.add_bos = false})) {
       second_.push_back(t);
     }
-    plan_ = plan_of_pairs(kv_model(*weights_),
-                          std::vector<KvPair>(static_cast<size_t>(weights_->config.n_layers),
-                                              KvPair::parse("int8/int4")),
-                          QuantSettings{});
     dir_ = fs::temp_directory_path() /
            ("kvplan_prefix_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -114,10 +109,7 @@ class PrefixReuse : public ::testing::Test {
 
   void expect_every_tier_restores_the_computed_logits();
 
-  std::unique_ptr<ModelWeights> weights_;
-  std::unique_ptr<Transformer> model_;
   std::vector<int32_t> shared_, first_, second_;
-  Plan plan_;
   fs::path dir_;
 };
 

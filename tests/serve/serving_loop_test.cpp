@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "formats/kv_bytes.h"
 #include "model/model_weights.h"
+#include "stories_serving_fixture.h"
 #include "test_paths.h"
 
 namespace kvplan::serve {
@@ -65,17 +66,11 @@ TEST(Workload, SameOptionsSameRequestsAndEachRoundExtendsTheLast) {
   EXPECT_THROW(make_workload(small_workload(), counting_text(10, 512), 1), Error);
 }
 
-class ServingLoop : public ::testing::Test {
+class ServingLoop : public StoriesServingTest {
  protected:
   void SetUp() override {
-    const auto model = test::models_dir() / "stories260K.gguf";
-    KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
-    weights_ = std::make_unique<ModelWeights>(load_model_weights(model));
-    model_ = std::make_unique<Transformer>(*weights_);
-    plan_ = plan_of_pairs(kv_model(*weights_),
-                          std::vector<KvPair>(static_cast<size_t>(weights_->config.n_layers),
-                                              KvPair::parse("int8/int4")),
-                          QuantSettings{});
+    StoriesServingTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     WorkloadOptions w = small_workload();
     w.user_interval_s = 0;  // every user at once: how many run together depends on memory only
     workload_ = make_workload(w, counting_text(5000, 512), 1);
@@ -98,9 +93,6 @@ class ServingLoop : public ::testing::Test {
     return o;
   }
 
-  std::unique_ptr<ModelWeights> weights_;
-  std::unique_ptr<Transformer> model_;
-  Plan plan_;
   Workload workload_;
 };
 
