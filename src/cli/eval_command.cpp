@@ -341,7 +341,7 @@ void run_eval(const EvalCommandOptions& o) {
   }
   if (o.passkey_flags_given) {
     fail(ErrorCode::kInvalidArgument,
-         "--depths, --haystacks, --keys and --seed need --task passkey");
+         "--depths, --haystacks, --keys, --seed and --chat need --task passkey");
   }
   const EvalReport report = evaluate(o);
   if (o.json) {
@@ -393,13 +393,15 @@ void register_eval_command(CLI::App& app) {
   auto* keys = cmd->add_option("--keys", o->passkey.keys,
                                "passkey: labelled keys per haystack, one asked (default 1)");
   auto* seed = cmd->add_option("--seed", o->passkey.seed, "passkey: haystack seed (default 1)");
+  auto* chat = cmd->add_flag("--chat", o->passkey.chat,
+                             "passkey: the haystack as a user turn of the model's chat template");
   add_device_option(cmd, &o->device);
   cmd->add_flag("--json", o->json, "Print the result as JSON");
   auto* contexts = cmd->get_option("--ctx");
-  cmd->callback([o, contexts, depths, haystacks, keys, seed] {
+  cmd->callback([o, contexts, depths, haystacks, keys, seed, chat] {
     o->contexts_given = contexts->count() > 0;
     o->passkey_flags_given =
-        depths->count() + haystacks->count() + keys->count() + seed->count() > 0;
+        depths->count() + haystacks->count() + keys->count() + seed->count() + chat->count() > 0;
     run_eval(*o);
   });
 }

@@ -53,8 +53,9 @@ void print_text(const PasskeyRequest& r, const std::string& model_name,
                 const std::vector<Config>& configs, const std::vector<CaseResult>& results) {
   std::printf("passkey: %s; %d key(s) of 5 digits, depths", model_name.c_str(), r.task.keys);
   for (const double d : r.task.depths) std::printf(" %.2g", d);
-  std::printf(", %d haystack(s) each, filler from %s, seed %llu\n\n", r.task.haystacks,
-              r.text_path.c_str(), static_cast<unsigned long long>(r.task.seed));
+  std::printf(", %d haystack(s) each, filler from %s, seed %llu%s\n\n", r.task.haystacks,
+              r.text_path.c_str(), static_cast<unsigned long long>(r.task.seed),
+              r.task.chat ? ", in the chat template" : "");
   std::printf("%8s %8s", "context", "tokens");
   for (const Config& c : configs) std::printf(" %22s", c.label.c_str());
   std::printf("\n");
@@ -118,6 +119,7 @@ nlohmann::ordered_json to_json(const PasskeyRequest& r, const ModelWeights& weig
           {"contexts", r.task.contexts},
           {"haystacks", r.task.haystacks},
           {"seed", r.task.seed},
+          {"chat", r.task.chat},
           {"chunk_attends_quantized", !r.exact_chunk},
           {"configs", std::move(labels)},
           {"cases", std::move(cases)}};
@@ -151,8 +153,8 @@ void run_passkey_eval(const PasskeyRequest& r) {
       if (k > 0 && !cr.answers[0]->correct) break;
       cr.answers[k] = answer_passkey(model, configs[k].kv, c, *tokenizer);
     }
-    spdlog::info("passkey: ctx {} depth {:.2f} haystack {}: key {}, exact KV says {:?}", c.context, c.depth,
-                 c.haystack, c.key, cr.answers[0]->generated);
+    spdlog::info("passkey: ctx {} depth {:.2f} haystack {}: key {}, exact KV says {:?}", c.context,
+                 c.depth, c.haystack, c.key, cr.answers[0]->generated);
     results.push_back(std::move(cr));
   }
   if (r.json) {

@@ -43,7 +43,11 @@ std::string instructions(int keys) {
 
 std::string question(const std::string& label) {
   const std::string name = label.empty() ? "pass key" : label + " pass key";
-  return fmt::format("What is the {}? The {} is", name, name);
+  return fmt::format("What is the {}?", name);
+}
+
+std::string answer_start(const std::string& label) {
+  return fmt::format("The {} is", label.empty() ? "pass key" : label + " pass key");
 }
 
 struct Needle {
@@ -70,6 +74,14 @@ std::string haystack_text(std::span<const std::string> filler, size_t first, siz
   text += '\n';
   text += question(label);
   return text;
+}
+
+// The prompt's text: the haystack and the answer's first words, inside the model's chat template
+// as the user's turn and the start of the assistant's when `chat`.
+std::string prompt_text(const Tokenizer& tokenizer, std::string haystack, bool chat,
+                        const std::string& label) {
+  if (!chat) return haystack + ' ' + answer_start(label);
+  return tokenizer.apply_chat_template({{"user", std::move(haystack)}}, true) + answer_start(label);
 }
 
 void check(const PasskeyOptions& o) {
@@ -170,7 +182,10 @@ PasskeyCases make_passkey_cases(const Tokenizer& tokenizer, std::span<const std:
         };
         const auto tokens_for = [&](size_t count) {
           return tokenizer.encode(
-              haystack_text(filler, first, count, needles_for(count), o.keys, c.label));
+              prompt_text(tokenizer,
+                          haystack_text(filler, first, count, needles_for(count), o.keys, c.label),
+                          o.chat, c.label),
+              {.add_bos = true, .parse_special = o.chat});
         };
         const auto fixed = static_cast<int64_t>(tokens_for(0).size());
         if (fixed + out.longest_sentence_tokens > context) {

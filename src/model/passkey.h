@@ -24,6 +24,7 @@ struct PasskeyOptions {
   std::vector<double> depths{0.0, 0.25, 0.5, 0.75, 1.0};  // where the asked key sits, 0 = first
   int haystacks = 2;  // per (context, depth), each with its own filler offset and keys
   int keys = 1;       // > 1: that many labelled keys, one asked
+  bool chat = false;  // the haystack as the user's turn of the model's chat template
   uint64_t seed = 1;
 };
 
@@ -47,7 +48,8 @@ std::vector<std::string> filler_sentences(std::string_view text, const std::stri
 
 // Every (context, depth, haystack) case, seeded: the same options, tokenizer and filler give the
 // same prompts. Error(kInvalidArgument) for options out of range or a context too short for the
-// instructions, the keys and one filler sentence.
+// instructions, the keys and one filler sentence; Error(kUnimplemented) for `chat` when kvplan
+// does not recognise the model's chat template.
 PasskeyCases make_passkey_cases(const Tokenizer& tokenizer, std::span<const std::string> filler,
                                 const PasskeyOptions& options);
 

@@ -200,5 +200,31 @@ TEST(Passkey, AnswerIsGreedyAndRepeatable) {
   EXPECT_EQ(a.correct, passkey_answer_matches(a.generated, c.key));
 }
 
+// --chat: the haystack is the user's turn, the answer's first words start the assistant's; a
+// model without a recognised template is refused.
+TEST(Passkey, ChatPromptsWrapTheHaystackInTheTemplate) {
+  KVPLAN_NEED_FILE(test::smollm2_path(), "run scripts/models/fetch-smollm2.sh");
+  NEED_INPUTS();
+  const Loaded l = load();
+  const std::unique_ptr<Tokenizer> smol = load_model_tokenizer(test::smollm2_path());
+  PasskeyOptions o;
+  o.contexts = {512};
+  o.depths = {0.5};
+  o.haystacks = 1;
+  o.chat = true;
+  const PasskeyCase c = make_passkey_cases(*smol, l.filler, o).cases.front();
+  EXPECT_LE(c.prompt.size(), 512u);
+  const std::string text = smol->decode(c.prompt);
+  EXPECT_NE(text.find("The pass key is " + c.key + "."), std::string::npos) << text;
+  EXPECT_TRUE(
+      text.ends_with("What is the pass key?<|im_end|>\n<|im_start|>assistant\nThe pass "
+                     "key is"))
+      << text;
+  o.chat = false;
+  const PasskeyCase plain = make_passkey_cases(*smol, l.filler, o).cases.front();
+  EXPECT_EQ(plain.key, c.key);
+  EXPECT_NE(plain.prompt, c.prompt);
+}
+
 }  // namespace
 }  // namespace kvplan
