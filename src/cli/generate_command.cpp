@@ -16,6 +16,7 @@
 #include "core/json_fields.h"
 #include "core/json_text.h"
 #include "formats/kv_pair.h"
+#include "model/greedy.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
 #include "model/transformer.h"
@@ -34,12 +35,6 @@ struct GenerateOptions {
   int threads = 0;
   size_t chunk_tokens = 0;  // 0: the prompt in one piece
 };
-
-int32_t argmax(const RowMatrix& logits) {
-  Eigen::Index best = 0;
-  logits.row(logits.rows() - 1).maxCoeff(&best);
-  return static_cast<int32_t>(best);
-}
 
 // The step's most likely tokens with their logits, best first (ties by lower id, as argmax): what
 // shows whether a divergence from another engine's greedy choice sits at a near-tie.
@@ -124,7 +119,7 @@ void run_generate(const GenerateOptions& o) {
   nlohmann::json steps = nlohmann::json::array();
   int generated = 0;
   for (; generated < o.max_tokens; ++generated) {
-    const int32_t next = argmax(logits);
+    const int32_t next = greedy_token(logits.row(logits.rows() - 1));
     const bool stop = std::find(stops.begin(), stops.end(), next) != stops.end();
     if (!o.trace_out.empty()) {
       steps.push_back({{"top", top_tokens(logits, *tokenizer, kTraceTop)}, {"stop", stop}});

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "model/greedy.h"
 
 namespace kvplan {
 namespace {
@@ -27,8 +28,13 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// "pass key", or "red pass key" in a multi-key haystack.
+std::string key_name(const std::string& label) {
+  return label.empty() ? "pass key" : label + " pass key";
+}
+
 std::string needle(const std::string& key, const std::string& label) {
-  const std::string name = label.empty() ? "pass key" : label + " pass key";
+  const std::string name = key_name(label);
   return fmt::format("The {} is {}. Remember it. {} is the {}.", name, key, key, name);
 }
 
@@ -42,12 +48,11 @@ std::string instructions(int keys) {
 }
 
 std::string question(const std::string& label) {
-  const std::string name = label.empty() ? "pass key" : label + " pass key";
-  return fmt::format("What is the {}?", name);
+  return fmt::format("What is the {}?", key_name(label));
 }
 
 std::string answer_start(const std::string& label) {
-  return fmt::format("The {} is", label.empty() ? "pass key" : label + " pass key");
+  return fmt::format("The {} is", key_name(label));
 }
 
 struct Needle {
@@ -100,6 +105,79 @@ void check(const PasskeyOptions& o) {
   }
 }
 
+// Token counts of the filler sentences, alone: how many fit a context, to start from.
+struct SentenceSizes {
+  int64_t longest = 0;
+  double mean = 1;
+};
+
+PasskeyCase make_case(const Tokenizer& tokenizer, std::span<const std::string> filler,
+                      const PasskeyOptions& o, const SentenceSizes& sizes, int64_t context,
+                      double depth, int haystack) {
+  std::mt19937_64 rng(mix(
+      o.seed ^ mix(static_cast<uint64_t>(context) ^
+                   mix(std::bit_cast<uint64_t>(depth) ^ mix(static_cast<uint64_t>(haystack))))));
+  PasskeyCase c;
+  c.context = context;
+  c.depth = depth;
+  c.haystack = haystack;
+  const size_t first = rng() % filler.size();
+  std::vector<std::string> keys;
+  while (keys.size() < static_cast<size_t>(o.keys)) {
+    std::string key = std::to_string(10000 + rng() % 90000);  // five digits
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  const size_t asked = o.keys == 1 ? 0 : rng() % keys.size();
+  c.key = keys[asked];
+  c.label = o.keys == 1 ? "" : kLabels[asked];
+  std::vector<uint64_t> distractor_draws;
+  for (size_t k = 0; k < keys.size(); ++k) distractor_draws.push_back(rng());
+
+  // The most sentences whose prompt fits `context`: start from the token estimate and step
+  // down until the whole prompt, tokenized as one text, fits.
+  const auto needles_for = [&](size_t count) {
+    std::vector<Needle> needles;
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const size_t at = k == asked
+                            ? static_cast<size_t>(std::lround(c.depth * static_cast<double>(count)))
+                            : distractor_draws[k] % (count + 1);
+      needles.push_back({at, needle(keys[k], o.keys == 1 ? "" : kLabels[k])});
+    }
+    std::stable_sort(needles.begin(), needles.end(), [](const Needle& a, const Needle& b) {
+      return a.after_sentence < b.after_sentence;
+    });
+    return needles;
+  };
+  const auto tokens_for = [&](size_t count) {
+    return tokenizer.encode(
+        prompt_text(tokenizer,
+                    haystack_text(filler, first, count, needles_for(count), o.keys, c.label),
+                    o.chat, c.label),
+        {.add_bos = true, .parse_special = o.chat});
+  };
+  const auto fixed = static_cast<int64_t>(tokens_for(0).size());
+  if (fixed + sizes.longest > context) {
+    fail(ErrorCode::kInvalidArgument,
+         "passkey context {}: too short, the instructions, {} key(s) and the question take "
+         "{} tokens and a filler sentence up to {}",
+         context, o.keys, fixed, sizes.longest);
+  }
+  auto count = static_cast<size_t>(static_cast<double>(context - fixed) / sizes.mean) + 1;
+  std::vector<int32_t> prompt = tokens_for(count);
+  while (static_cast<int64_t>(prompt.size()) > context && count > 0) {
+    // Overshoot by many tokens: jump by the estimate; by a few: one sentence at a time.
+    const auto over = static_cast<double>(static_cast<int64_t>(prompt.size()) - context);
+    const auto step = std::max<size_t>(1, static_cast<size_t>(over / sizes.mean));
+    count -= std::min(step, count);
+    prompt = tokens_for(count);
+  }
+  if (static_cast<int64_t>(prompt.size()) > context) {
+    fail(ErrorCode::kInternal, "passkey context {}: no haystack fits", context);
+  }
+  c.prompt = std::move(prompt);
+  return c;
+}
+
 }  // namespace
 
 std::vector<std::string> filler_sentences(std::string_view text, const std::string& source) {
@@ -135,80 +213,20 @@ PasskeyCases make_passkey_cases(const Tokenizer& tokenizer, std::span<const std:
                                 const PasskeyOptions& o) {
   check(o);
   if (filler.empty()) fail(ErrorCode::kInvalidArgument, "passkey: no filler sentences");
-  PasskeyCases out;
-  double mean_sentence_tokens = 0;
+  SentenceSizes sizes;
+  double total = 0;
   for (const std::string& s : filler) {
     const auto n = static_cast<int64_t>(tokenizer.encode(s, {.add_bos = false}).size());
-    out.longest_sentence_tokens = std::max(out.longest_sentence_tokens, n);
-    mean_sentence_tokens += static_cast<double>(n);
+    sizes.longest = std::max(sizes.longest, n);
+    total += static_cast<double>(n);
   }
-  mean_sentence_tokens = std::max(1.0, mean_sentence_tokens / static_cast<double>(filler.size()));
+  sizes.mean = std::max(1.0, total / static_cast<double>(filler.size()));
+  PasskeyCases out;
+  out.longest_sentence_tokens = sizes.longest;
   for (const int64_t context : o.contexts) {
-    for (size_t d = 0; d < o.depths.size(); ++d) {
+    for (const double depth : o.depths) {
       for (int h = 0; h < o.haystacks; ++h) {
-        std::mt19937_64 rng(mix(
-            o.seed ^ mix(static_cast<uint64_t>(context) ^ mix(std::bit_cast<uint64_t>(o.depths[d]) ^
-                                                              mix(static_cast<uint64_t>(h))))));
-        PasskeyCase c;
-        c.context = context;
-        c.depth = o.depths[d];
-        c.haystack = h;
-        const size_t first = rng() % filler.size();
-        std::vector<std::string> keys;
-        while (keys.size() < static_cast<size_t>(o.keys)) {
-          std::string key = std::to_string(10000 + rng() % 90000);  // five digits
-          if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-        }
-        const size_t asked = o.keys == 1 ? 0 : rng() % keys.size();
-        c.key = keys[asked];
-        c.label = o.keys == 1 ? "" : kLabels[asked];
-        std::vector<uint64_t> distractor_draws;
-        for (size_t k = 0; k < keys.size(); ++k) distractor_draws.push_back(rng());
-
-        // The most sentences whose prompt fits `context`: start from the token estimate and step
-        // down until the whole prompt, tokenized as one text, fits.
-        const auto needles_for = [&](size_t count) {
-          std::vector<Needle> needles;
-          for (size_t k = 0; k < keys.size(); ++k) {
-            const size_t at =
-                k == asked ? static_cast<size_t>(std::lround(c.depth * static_cast<double>(count)))
-                           : distractor_draws[k] % (count + 1);
-            needles.push_back({at, needle(keys[k], o.keys == 1 ? "" : kLabels[k])});
-          }
-          std::stable_sort(needles.begin(), needles.end(), [](const Needle& a, const Needle& b) {
-            return a.after_sentence < b.after_sentence;
-          });
-          return needles;
-        };
-        const auto tokens_for = [&](size_t count) {
-          return tokenizer.encode(
-              prompt_text(tokenizer,
-                          haystack_text(filler, first, count, needles_for(count), o.keys, c.label),
-                          o.chat, c.label),
-              {.add_bos = true, .parse_special = o.chat});
-        };
-        const auto fixed = static_cast<int64_t>(tokens_for(0).size());
-        if (fixed + out.longest_sentence_tokens > context) {
-          fail(ErrorCode::kInvalidArgument,
-               "passkey context {}: too short, the instructions, {} key(s) and the question take "
-               "{} tokens and a filler sentence up to {}",
-               context, o.keys, fixed, out.longest_sentence_tokens);
-        }
-        auto count =
-            static_cast<size_t>(static_cast<double>(context - fixed) / mean_sentence_tokens) + 1;
-        std::vector<int32_t> prompt = tokens_for(count);
-        while (static_cast<int64_t>(prompt.size()) > context && count > 0) {
-          // Overshoot by many tokens: jump by the estimate; by a few: one sentence at a time.
-          const auto over = static_cast<double>(static_cast<int64_t>(prompt.size()) - context);
-          const auto step = std::max<size_t>(1, static_cast<size_t>(over / mean_sentence_tokens));
-          count -= std::min(step, count);
-          prompt = tokens_for(count);
-        }
-        if (static_cast<int64_t>(prompt.size()) > context) {
-          fail(ErrorCode::kInternal, "passkey context {}: no haystack fits", context);
-        }
-        c.prompt = std::move(prompt);
-        out.cases.push_back(std::move(c));
+        out.cases.push_back(make_case(tokenizer, filler, o, sizes, context, depth, h));
       }
     }
   }
@@ -231,9 +249,7 @@ PasskeyAnswer answer_passkey(const Transformer& model, const KvCacheOptions& kv,
   std::vector<int32_t> generated;
   const size_t most = c.key.size() + kExtraAnswerTokens;
   while (generated.size() < most) {
-    Eigen::Index best = 0;
-    logits.row(logits.rows() - 1).maxCoeff(&best);
-    const auto token = static_cast<int32_t>(best);
+    const int32_t token = greedy_token(logits.row(logits.rows() - 1));
     if (std::find(stops.begin(), stops.end(), token) != stops.end()) break;
     generated.push_back(token);
     if (generated.size() == most) break;

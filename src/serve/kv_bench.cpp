@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/system_memory.h"
 #include "formats/kv_bytes.h"
+#include "model/greedy.h"
 
 namespace kvplan::serve {
 namespace {
@@ -108,9 +109,7 @@ KvSpeedRow measure_kv_speed(const Transformer& model, const KvCacheOptions& opti
   }
   const auto prefilled = Clock::now();
   for (int64_t i = 0; i < decode_tokens; ++i) {
-    Eigen::Index next = 0;
-    logits.row(0).maxCoeff(&next);
-    const int32_t one[1] = {static_cast<int32_t>(next)};
+    const int32_t one[1] = {greedy_token(logits.row(0))};
     logits = model.forward(one, cache, nullptr, {.last_logits_only = true});
   }
   const auto end = Clock::now();

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "model/greedy.h"
 #include "model/next_token_kl.h"
 #include "serve/batcher.h"
 
@@ -37,12 +38,6 @@ struct Running {
   bool sampled = false;
   std::vector<Eigen::RowVectorXf> served;  // sampled: each answer position's logits
 };
-
-int32_t greedy(const Eigen::Ref<const Eigen::RowVectorXf>& logits) {
-  Eigen::Index best = 0;
-  logits.maxCoeff(&best);
-  return static_cast<int32_t>(best);
-}
 
 RuntimeOptions runtime_options(const Plan& plan, const Workload& w, const ServeOptions& o) {
   return serving_runtime_options(plan, {.chunk_tokens = o.chunk_tokens,
@@ -133,7 +128,7 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
       rec.computed_tokens = rec.prompt_tokens - rec.restored_tokens;
       rec.first_token_s = now;
       rec.token_s.push_back(now);
-      seq.generated.push_back(greedy(prefilled.logits));
+      seq.generated.push_back(greedy_token(prefilled.logits));
       if (seq.sampled) seq.served.push_back(prefilled.logits);
       running.push_back(std::move(seq));
       r.most_running = std::max(r.most_running, static_cast<int>(running.size()));
@@ -159,7 +154,7 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
       for (size_t i = 0; i < stepping.size(); ++i) {
         Running& seq = *stepping[i];
         const auto row = logits.row(static_cast<Eigen::Index>(i));
-        seq.generated.push_back(greedy(row));
+        seq.generated.push_back(greedy_token(row));
         if (seq.sampled) seq.served.push_back(row);
         r.requests[seq.record].token_s.push_back(now);
       }
