@@ -1,7 +1,9 @@
 #include "cli/eval_passkey.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
