@@ -14,6 +14,9 @@ set(KVPLAN_ISA "${_kvplan_default_isa}" CACHE STRING
     "-march for every target: x86-64-v3 (default on x86-64), x86-64-v2, native, or '' (compiler default)")
 option(KVPLAN_BUILD_TESTS "Build GoogleTest tests" ON)
 option(KVPLAN_BUILD_BENCHMARKS "Build Google Benchmark programs" ON)
+# The Python extension (src/python): needs Python headers and nanobind in the Python CMake finds
+# (Python_EXECUTABLE); pyproject.toml turns it on for `pip install .`.
+option(KVPLAN_PYTHON "Build the kvplan Python extension module" OFF)
 set(KVPLAN_SANITIZE "" CACHE STRING "Sanitizers: '', 'address;undefined' or 'thread'")
 # libFuzzer targets in tests/fuzz (clang only; scripts/ci/fuzz.sh): the libraries are compiled with
 # -fsanitize=fuzzer-no-link,address,undefined and each target links -fsanitize=fuzzer.

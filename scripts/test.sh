@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds, fetches the SmolLM2-135M and Gemma 3 270M test
-# models and the pinned openai client into the cache, and runs every test with ctest. Tests that need a model skip with a printed reason only
+# The test command: installs dependencies, sets up the cached Python venv, builds (the Python
+# package included), fetches the SmolLM2-135M and Gemma 3 270M test models into the cache, and
+# runs every test with ctest. Tests that need a model skip with a printed reason only
 # when it is absent — unless KVPLAN_REQUIRE_MODELS=1, which CI sets (.ci/run): then a model that
 # cannot be fetched stops this script, and a test whose model or data file is missing fails
 # (tests/test_paths.h). GPU tests skip without a GPU either way; ctest lists them as skipped.
@@ -10,7 +11,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup/install-deps.sh
-scripts/setup/build.sh
+# The cached venv (pinned openai client, nanobind, torch, transformers, pytest): the kvplan serve
+# client test, and the Python package, built into the same tree and tested with pytest.
+python_flags=()
+if python="$(scripts/setup/python-venv.sh)"; then
+  python_flags=(-DKVPLAN_PYTHON=ON "-DPython_EXECUTABLE=${python}")
+elif [[ "${KVPLAN_REQUIRE_MODELS:-0}" == 1 ]]; then
+  echo "test: scripts/setup/python-venv.sh failed and KVPLAN_REQUIRE_MODELS=1: failing" >&2
+  exit 1
+else
+  echo "test: scripts/setup/python-venv.sh failed; the Python package and the kvplan serve" \
+    "client test are left out" >&2
+fi
+scripts/setup/build.sh "${python_flags[@]}"
 for fetch in models/fetch-smollm2 models/fetch-gemma3; do
   if ! "scripts/${fetch}.sh"; then
     if [[ "${KVPLAN_REQUIRE_MODELS:-0}" == 1 ]]; then
@@ -20,14 +33,6 @@ for fetch in models/fetch-smollm2 models/fetch-gemma3; do
     echo "test: scripts/${fetch}.sh failed; the tests that need its model will skip" >&2
   fi
 done
-# The pinned openai client the `kvplan serve` test drives the server with (tests/server).
-if ! scripts/setup/python-venv.sh; then
-  if [[ "${KVPLAN_REQUIRE_MODELS:-0}" == 1 ]]; then
-    echo "test: scripts/setup/python-venv.sh failed and KVPLAN_REQUIRE_MODELS=1: failing" >&2
-    exit 1
-  fi
-  echo "test: scripts/setup/python-venv.sh failed; the kvplan serve client test will skip" >&2
-fi
 build_dir="${KVPLAN_BUILD_DIR:-build}"
 # The AMD GPU path must compile even without a GPU: configure a KVPLAN_HIP=AMD build and build only
 # the kernels and the GPU test binaries (their CPU tests run; the GPU ones skip with the reason).

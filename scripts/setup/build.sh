@@ -6,5 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build_dir="${KVPLAN_BUILD_DIR:-build}"
-cmake -S . -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPLAN_WERROR=ON "$@" >/dev/null
+# Through ccache when it is installed: the wheel the tests build from the same sources
+# (tests/python/wheel_test.sh) then compiles nothing twice.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B "${build_dir}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVPLAN_WERROR=ON \
+  "${launcher[@]}" "$@" >/dev/null
 cmake --build "${build_dir}" -j "$(nproc)"

