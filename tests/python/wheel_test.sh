@@ -4,18 +4,20 @@
 # package imports and runs outside the build tree (test_api.py against the wheel). With ccache (the
 # tests' build uses it, scripts/setup/build.sh) the wheel's libraries are the build's objects.
 #
-#   wheel_test.sh PYTHON REPO_ROOT KVPLAN_BINARY
+#   wheel_test.sh PYTHON REPO_ROOT KVPLAN_BINARY [CXX]
 set -euo pipefail
 python="$1"
 repo="$2"
 kvplan="$3"
+# The build's compiler by the same name: ccache keys on it.
+if [[ -n "${4:-}" ]]; then export CXX="$4"; fi
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 "${python}" -m venv "${work}/venv"
 venv_python="${work}/venv/bin/python"
 if command -v ccache >/dev/null; then export CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
 # -Werror as the tests' build compiles, so that ccache sees the same command lines.
-"${work}/venv/bin/pip" install -q "${repo}" -Ccmake.define.KVPLAN_WERROR=ON
+"${work}/venv/bin/pip" install -q "${repo}" --config-settings=cmake.define.KVPLAN_WERROR=ON
 "${work}/venv/bin/pip" install -q pytest==9.2.0
 cd "${work}"
 "${venv_python}" - <<'PY'
