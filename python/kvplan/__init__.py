@@ -37,6 +37,7 @@ from ._kvplan import (  # noqa: E402
     PlanLayer,
     Profile,
     QuantSettings,
+    Runtime,
     Tokenizer,
     TunedPlan,
     __version__,
@@ -51,7 +52,7 @@ from ._kvplan import (  # noqa: E402
 
 __all__ = [
     "ContextBytes", "Error", "Format", "InputError", "LayerCache", "MemoryEstimate", "Plan",
-    "PlanLayer", "Profile", "QuantSettings", "Tokenizer", "TunedPlan", "__version__", "estimate", "formats",
+    "PlanLayer", "Profile", "QuantSettings", "Runtime", "Tokenizer", "TunedPlan", "__version__", "estimate", "formats",
     "pack", "profile", "search", "tune", "unpack",
 ]
 

@@ -17,6 +17,8 @@ void bind_plan(nanobind::module_& m);
 void bind_tokenizer(nanobind::module_& m);
 // kvplan.LayerCache: one layer's packed paged KV (model/kv_cache.h), for kvplan.hf.PlanCache.
 void bind_layer_cache(nanobind::module_& m);
+// kvplan.Runtime: the serving runtime's tiers (runtime/offload_runtime.h).
+void bind_runtime(nanobind::module_& m);
 // kvplan.Profile, profile(), search(), tune(): the pipeline with the CLI's flags.
 void bind_pipeline(nanobind::module_& m);
 

@@ -9,5 +9,6 @@ NB_MODULE(_kvplan, m) {
   kvplan::python::bind_plan(m);
   kvplan::python::bind_tokenizer(m);
   kvplan::python::bind_layer_cache(m);
+  kvplan::python::bind_runtime(m);
   kvplan::python::bind_pipeline(m);
 }
