@@ -26,6 +26,7 @@ import kvplan
 where = pathlib.Path(kvplan.__file__).parent
 assert "site-packages" in str(where), where
 assert (where / "configs" / "calibration" / "default.jsonl").is_file()
+assert (where / "_kvplan.pyi").is_file() and (where / "py.typed").is_file()  # typed package
 print(f"kvplan {kvplan.__version__} from {where}: {len(kvplan.formats())} formats")
 PY
 # The API tests against the installed wheel (no PYTHONPATH into the build tree).
