@@ -27,7 +27,7 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 
 from . import InputError, LayerCache, Plan
 
-__all__ = ["PlanCache", "PlanLayer", "evaluate_kl", "model_geometry"]
+__all__ = ["PlanCache", "PlanCacheLayer", "evaluate_kl", "model_geometry"]
 
 
 def model_geometry(config: Any) -> list[tuple[int, int, int]]:
@@ -55,7 +55,7 @@ def _split_halves(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(*x.shape[:-1], d // 2, 2).transpose(-1, -2).reshape(x.shape)
 
 
-class PlanLayer(CacheLayerMixin):
+class PlanCacheLayer(CacheLayerMixin):
     """One decoder layer's KV in the plan's packed formats: one ``kvplan.LayerCache`` per batch row.
     ``keys``/``values`` are the tensors the last ``update`` returned (views for attention, not
     storage: the packed bytes are the storage)."""
@@ -156,7 +156,7 @@ class PlanCache(Cache):
                 raise InputError(f"{source or name}: layer {index} has sliding window {window}, the "
                                  f"plan for {plan.model_name} says {plan_window}")
         self.plan = plan
-        super().__init__(layers=[PlanLayer(plan, l, window, keys_interleaved)
+        super().__init__(layers=[PlanCacheLayer(plan, l, window, keys_interleaved)
                                  for l, (_, _, window) in enumerate(geometry)])
 
     @property
