@@ -113,6 +113,36 @@ void bind_plan(nb::module_& m) {
       .def_ro("contexts", &KvMemoryEstimate::contexts)
       .def_ro("max_context_per_sequence", &KvMemoryEstimate::max_context_per_sequence);
 
+  nb::class_<KlDifference>(m, "KlDifference",
+                           "Plan minus baseline mean KL with its paired bootstrap interval.")
+      .def_ro("plan_minus_baseline", &KlDifference::plan_minus_baseline)
+      .def_ro("low", &KlDifference::low)
+      .def_ro("high", &KlDifference::high)
+      .def_ro("verdict", &KlDifference::verdict);
+  nb::class_<BestUniform>(m, "BestUniform", "The best measured uniform pair beside the plan.")
+      .def_ro("kv", &BestUniform::kv)
+      .def_ro("mean_kl", &BestUniform::mean_kl)
+      .def_ro("difference", &BestUniform::difference)
+      .def_ro("ratio", &BestUniform::ratio, "plan / best uniform mean KL");
+  nb::class_<PlanQuality>(m, "PlanQuality", "What the search measured about the plan.")
+      .def_ro("metric", &PlanQuality::metric)
+      .def_ro("mean_kl", &PlanQuality::mean_kl, "On the report text; None when not validated.")
+      .def_ro("top1_agreement", &PlanQuality::top1_agreement)
+      .def_ro("ppl", &PlanQuality::ppl)
+      .def_ro("ppl_exact_kv", &PlanQuality::ppl_exact_kv)
+      .def_ro("validated", &PlanQuality::validated)
+      .def_ro("chosen_as", &PlanQuality::chosen_as)
+      .def_ro("selection_mean_kl", &PlanQuality::selection_mean_kl)
+      .def_ro("rank_correlation", &PlanQuality::rank_correlation)
+      .def_ro("best_uniform", &PlanQuality::best_uniform);
+  nb::class_<UniformBaseline>(m, "UniformBaseline", "A uniform K/V pair beside the plan.")
+      .def_ro("kv", &UniformBaseline::kv)
+      .def_ro("bytes_per_token", &UniformBaseline::bytes_per_token)
+      .def_ro("effective_bits", &UniformBaseline::effective_bits)
+      .def_ro("within_budget", &UniformBaseline::within_budget)
+      .def_ro("mean_kl", &UniformBaseline::mean_kl, "On the report text; None when not measured.")
+      .def_ro("kl_difference", &UniformBaseline::kl_difference);
+
   nb::class_<Plan>(m, "Plan", "A precision plan (plan.json): per layer the key and value format.")
       .def_static(
           "load", &read_plan, nb::arg("path"),
@@ -141,6 +171,12 @@ void bind_plan(nb::module_& m) {
           "Per layer (n_kv_heads, head_dim, sliding_window).")
       .def_ro("layers", &Plan::layers)
       .def_ro("quantization", &Plan::quantization)
+      .def_prop_ro(
+          "quality", [](const Plan& p) { return p.results.quality; },
+          "What the search measured (report-text KL, best uniform pair, ...).")
+      .def_prop_ro(
+          "baselines", [](const Plan& p) { return p.results.baselines; },
+          "The uniform pairs beside the plan, measured ones with their KL.")
       .def_prop_ro("bytes_per_token",
                    [](const Plan& p) { return summarize_plan(p).bytes_per_token; })
       .def_prop_ro("effective_bits", [](const Plan& p) { return summarize_plan(p).effective_bits; })

@@ -71,6 +71,14 @@ def test_plan_load_matches_the_file(reference_plan):
     assert plan.geometry[0] == (3, 64, 0)
     again = kvplan.Plan.loads(plan.to_json())
     assert again.fingerprint == plan.fingerprint
+    # The search's results, typed.
+    q = plan.quality
+    assert q.validated and q.mean_kl == data["quality"]["mean_kl"]
+    assert q.best_uniform.kv == data["quality"]["best_uniform"]["kv"]
+    assert q.best_uniform.ratio == pytest.approx(data["quality"]["best_uniform"]["ratio"])
+    measured = [(b.kv, b.mean_kl) for b in plan.baselines if b.mean_kl is not None]
+    assert measured == [(b["kv"], b["mean_kl"]) for b in data["baselines"] if "mean_kl" in b]
+    assert len(measured) > 0
 
 
 def test_plan_bad_inputs_name_file_and_field(tmp_path, reference_plan):

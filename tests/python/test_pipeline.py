@@ -31,6 +31,8 @@ def test_tune_gives_the_cli_plan(tmp_path, kvplan_binary, stories):
     ours = json.loads(tuned.plan.to_json())
     assert layers(ours) == layers(cli)
     assert ours["quality"]["mean_kl"] == cli["quality"]["mean_kl"]
+    assert tuned.plan.quality.mean_kl == cli["quality"]["mean_kl"]
+    assert tuned.plan.quality.best_uniform.mean_kl > 0
 
     # search() on the saved profile: the same plan again.
     searched = kvplan.search(kvplan.Profile.load(tmp_path / "profile.json"), stories,
