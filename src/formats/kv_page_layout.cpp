@@ -56,7 +56,9 @@ KvPageLayout::KvPageLayout(int layer, const KvLayerGeometry& geometry, const KvP
   } else {
     key_row_bytes_ = sized(layer, "key", [&] { return packed_row_bytes(pair_.key, dim, gs); });
     key_page_bytes_ = block * heads * key_row_bytes_;
+    key_rotation_span_ = kvplan::rotation_span(pair_.key, dim);
   }
+  value_rotation_span_ = kvplan::rotation_span(pair_.value, dim);
   value_row_bytes_ = sized(layer, "value", [&] { return packed_row_bytes(pair_.value, dim, gs); });
   value_page_bytes_ = block * heads * value_row_bytes_;
 }
@@ -119,7 +121,7 @@ void KvPageLayout::pack_tokens(KvSide side, uint8_t* page, size_t first, size_t 
 }
 
 void KvPageLayout::unpack_head(KvSide side, const uint8_t* page, int head, size_t first, size_t n,
-                               float* out, std::span<float> scratch) const {
+                               float* out, std::span<float> scratch, bool rotated_domain) const {
   require_packable("unpack_head");
   const size_t heads = static_cast<size_t>(n_kv_heads_);
   const size_t dim = static_cast<size_t>(head_dim_);
@@ -127,8 +129,10 @@ void KvPageLayout::unpack_head(KvSide side, const uint8_t* page, int head, size_
   const Format f = format(side);
   if (!per_channel(side)) {
     const size_t row_bytes = side == KvSide::kKey ? key_row_bytes_ : value_row_bytes_;
+    PackOptions unpack = options(side, head);
+    unpack.rotated_domain = rotated_domain;
     unpack_rows_strided(f, page + (first * heads + h) * row_bytes, heads * row_bytes, n, dim, out,
-                        dim, options(side, head));
+                        dim, unpack);
     return;
   }
   // Per-channel keys: unpack each group the tokens touch, keep the rows asked for.

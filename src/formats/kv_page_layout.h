@@ -63,9 +63,15 @@ class KvPageLayout {
                    size_t row_stride) const;
   // Tokens [first, first + n) of KV head `head` from a page into out [n, head_dim]: bit for bit
   // the values a pack/unpack round trip of those rows gives. `scratch` holds
-  // unpack_scratch_floats() floats.
+  // unpack_scratch_floats() floats. `rotated_domain`: a side with a rotation_span leaves its rows
+  // rotated (hadamard_transform of each span gives the round trip's bits); others ignore it.
   void unpack_head(KvSide side, const uint8_t* page, int head, size_t first, size_t n, float* out,
-                   std::span<float> scratch) const;
+                   std::span<float> scratch, bool rotated_domain = false) const;
+  // The Hadamard span (formats/pack.h rotation_span) of a side's rows in the rotated domain; 0 when
+  // the side has none (plain and block formats, per-channel keys, slots).
+  [[nodiscard]] int rotation_span(KvSide side) const {
+    return side == KvSide::kKey ? key_rotation_span_ : value_rotation_span_;
+  }
 
   // A whole page: f32 values [block_size, n_kv_heads, head_dim] <-> page_bytes(side) bytes.
   // Throws Error(kInvalidArgument) for spans of other sizes.
@@ -93,6 +99,8 @@ class KvPageLayout {
   size_t value_row_bytes_ = 0;  // a per-token value row
   size_t key_page_bytes_ = 0;
   size_t value_page_bytes_ = 0;
+  int key_rotation_span_ = 0;
+  int value_rotation_span_ = 0;
 };
 
 }  // namespace kvplan

@@ -291,11 +291,16 @@ KVPLAN_HD inline void quantize_rotated_row(const float* x, int n, uint8_t* out) 
                              1.0f);
   }
 }
+// The row's values in the rotated domain (its blocks unpacked, not yet rotated back).
 template <Codec kInner, size_t kBlockBytes>
-KVPLAN_HD inline void dequantize_rotated_row(const uint8_t* in, int n, float* y) {
+KVPLAN_HD inline void dequantize_rotated_blocks(const uint8_t* in, int n, float* y) {
   for (int b = 0; b < n / kGgmlBlock; ++b) {
     dequantize_unit_as<kInner>(in + b * kBlockBytes, nullptr, kGgmlBlock, y + b * kGgmlBlock, 1.0f);
   }
+}
+template <Codec kInner, size_t kBlockBytes>
+KVPLAN_HD inline void dequantize_rotated_row(const uint8_t* in, int n, float* y) {
+  dequantize_rotated_blocks<kInner, kBlockBytes>(in, n, y);
   hadamard_transform(y, n);
 }
 // dequantize_rotated_row of kLanes rows (in[l] -> y[l]): the same bits, the rotation of all of
@@ -313,14 +318,22 @@ inline void dequantize_rotated_rows_lanes(const uint8_t* const* in, int n, float
   hadamard_transform_lanes<kLanes>(x, n, y);
 }
 
-// Whether dequantize_units_in_lanes has a lane form of codec kC: the rotated row codecs, whose
-// per-row rotation (and TurboQuant's norm) is a dependent chain that one row alone cannot spread
-// over a vector register.
+// The codecs whose dequantization ends with the normalized Hadamard transform of the unit (the
+// whole row, or a span of it, unrotated): a reader may take their values in the rotated domain
+// (dequantize_unit_rotated_as) and rotate its own operand instead. Attention does: it rotates a
+// block's queries once and the weighted sum of values once, instead of every key and value row it
+// reads (q . H y = Hq . y and sum w H y = H sum w y, H orthonormal and symmetric).
 template <Codec kC>
-inline constexpr bool kHasLaneDequant =
+inline constexpr bool kHasRotatedDomain =
     kC == Codec::kHadamardQ8_0 || kC == Codec::kHadamardQ4_0 || kC == Codec::kHadamardIq4Nl ||
     kC == Codec::kHadamardQ4_1 || kC == Codec::kHadamardQ5_0 || kC == Codec::kHadamardQ5_1 ||
     kC == Codec::kTqMse3 || kC == Codec::kTqMse4;
+
+// Whether dequantize_units_in_lanes has a lane form of codec kC: the same rotated row codecs, whose
+// per-row rotation (and TurboQuant's norm) is a dependent chain that one row alone cannot spread
+// over a vector register.
+template <Codec kC>
+inline constexpr bool kHasLaneDequant = kHasRotatedDomain<kC>;
 
 // dequantize_unit_as<kC> of kLanes units of n values (in[l] -> out[l]), bit for bit. CPU only.
 template <Codec kC, int kLanes>
@@ -343,6 +356,43 @@ inline void dequantize_units_in_lanes(const uint8_t* const* in, int n, float* co
     dequantize_rows_tq_mse_lanes<4, kLanes>(in, n, out);
   } else {
     static_assert(kC != kC, "a codec listed in kHasLaneDequant needs its lane form here");
+  }
+}
+
+// One unit of codec kC (kHasRotatedDomain) in the rotated domain: dequantize_unit_as without the
+// final Hadamard transform, so hadamard_transform(out, n) gives dequantize_unit_as's bits.
+template <Codec kC>
+KVPLAN_HD inline void dequantize_unit_rotated_as(const uint8_t* in, int n, float* out) {
+  if constexpr (kC == Codec::kHadamardQ8_0) {
+    dequantize_rotated_blocks<Codec::kQ8_0, sizeof(BlockQ8_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ4_0) {
+    dequantize_rotated_blocks<Codec::kQ4_0, sizeof(BlockQ4_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardIq4Nl) {
+    dequantize_rotated_blocks<Codec::kIq4Nl, sizeof(BlockIq4Nl)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ4_1) {
+    dequantize_rotated_blocks<Codec::kQ4_1, sizeof(BlockQ4_1)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ5_0) {
+    dequantize_rotated_blocks<Codec::kQ5_0, sizeof(BlockQ5_0)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ5_1) {
+    dequantize_rotated_blocks<Codec::kQ5_1, sizeof(BlockQ5_1)>(in, n, out);
+  } else if constexpr (kC == Codec::kTqMse3) {
+    dequantize_row_tq_mse_rotated<3>(in, n, out);
+  } else if constexpr (kC == Codec::kTqMse4) {
+    dequantize_row_tq_mse_rotated<4>(in, n, out);
+  } else {
+    static_assert(kC != kC, "a codec listed in kHasRotatedDomain needs its rotated form here");
+  }
+}
+// dequantize_unit_rotated_as of kLanes units (in[l] -> out[l]), bit for bit: TurboQuant's norm sums
+// side by side in vector lanes; the Hadamard codecs' blocks have no chain to spread. CPU only.
+template <Codec kC, int kLanes>
+inline void dequantize_units_rotated_in_lanes(const uint8_t* const* in, int n, float* const* out) {
+  if constexpr (kC == Codec::kTqMse3) {
+    dequantize_rows_tq_mse_lanes<3, kLanes, false>(in, n, out);
+  } else if constexpr (kC == Codec::kTqMse4) {
+    dequantize_rows_tq_mse_lanes<4, kLanes, false>(in, n, out);
+  } else {
+    for (int l = 0; l < kLanes; ++l) dequantize_unit_rotated_as<kC>(in[l], n, out[l]);
   }
 }
 

@@ -116,14 +116,19 @@ constexpr int kLanes = 8;
 template <Codec kC>
 [[gnu::noinline]] void dequantize_unit_of_rows_in_lanes(const RowFormat& f, int u,
                                                         const uint8_t* src, size_t src_stride,
-                                                        float* y, size_t y_stride) {
+                                                        float* y, size_t y_stride,
+                                                        bool rotated_domain) {
   const uint8_t* in[kLanes];
   float* out[kLanes];
   for (int l = 0; l < kLanes; ++l) {
     in[l] = src + static_cast<size_t>(l) * src_stride + static_cast<size_t>(u * f.unit_bytes);
     out[l] = y + static_cast<size_t>(l) * y_stride + static_cast<size_t>(u * f.unit_values);
   }
-  dequantize_units_in_lanes<kC, kLanes>(in, row_unit_values(f, u), out);
+  if (rotated_domain) {
+    dequantize_units_rotated_in_lanes<kC, kLanes>(in, row_unit_values(f, u), out);
+  } else {
+    dequantize_units_in_lanes<kC, kLanes>(in, row_unit_values(f, u), out);
+  }
 }
 
 void unpack_rows_unchecked(Format format, const uint8_t* src, size_t src_stride, size_t n_rows,
@@ -132,12 +137,13 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t src_stride,
   const size_t group = static_cast<size_t>(f.unit_values);
   with_codec(format.info().codec, [&](auto tag) {
     constexpr Codec kC = decltype(tag)::value;
+    [[maybe_unused]] const bool rotated = kHasRotatedDomain<kC> && options.rotated_domain;
     size_t r = 0;
     if constexpr (kHasLaneDequant<kC>) {
       for (; r + kLanes <= n_rows; r += kLanes) {
         for (int u = 0; u < f.n_units; ++u) {
           dequantize_unit_of_rows_in_lanes<kC>(f, u, src + r * src_stride, src_stride,
-                                               y + r * y_stride, y_stride);
+                                               y + r * y_stride, y_stride, rotated);
         }
       }
     }
@@ -150,6 +156,17 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t src_stride,
         dequantize_unit_as<kC>(in, nullptr, static_cast<int>(n), out, options.fp8_scale);
       } else if constexpr (codec_traits(kC).int_bits > 0) {
         unpack_int_row<codec_traits(kC).int_bits>(in, n, group, out);
+      } else if constexpr (kHasRotatedDomain<kC>) {
+        for (int u = 0; u < f.n_units; ++u) {
+          if (rotated) {
+            dequantize_unit_rotated_as<kC>(in + u * f.unit_bytes, row_unit_values(f, u),
+                                           out + u * f.unit_values);
+          } else {
+            dequantize_unit_out_of_line<kC>(in + u * f.unit_bytes, in + f.scale_offset + u,
+                                            row_unit_values(f, u), out + u * f.unit_values,
+                                            options.fp8_scale);
+          }
+        }
       } else {
         for (int u = 0; u < f.n_units; ++u) {
           dequantize_unit_out_of_line<kC>(in + u * f.unit_bytes, in + f.scale_offset + u,
@@ -162,6 +179,15 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t src_stride,
 }
 
 }  // namespace
+
+int rotation_span(Format format, size_t row_len) {
+  bool has_domain = false;
+  with_codec(format.info().codec,
+             [&](auto tag) { has_domain = kHasRotatedDomain<decltype(tag)::value>; });
+  if (!has_domain) return 0;
+  const RowFormat f = row_format(format, row_len, row_len);
+  return f.unit_values;
+}
 
 void pack_row(Format format, std::span<const float> values, std::span<uint8_t> out,
               const PackOptions& options) {

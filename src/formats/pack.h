@@ -18,7 +18,15 @@ namespace kvplan {
 struct PackOptions {
   size_t group_size = 32;  // uniform-int group; clamped to the row
   float fp8_scale = 1.0f;  // FP8 formats: stored value = fp8(x / fp8_scale), per (layer, head)
+  // Unpacking: a format with a rotation_span leaves its rows in the rotated domain (each span
+  // still to be rotated back by hadamard_transform); the others ignore it.
+  bool rotated_domain = false;
 };
+
+// The span of the normalized Hadamard transform that unpacking a row of `row_len` values ends
+// with — row_len for whole-row rotations (q4_0_had, tq_mse4), the span (64) of q4_0_had64 and its
+// kin — or 0 when the format has no rotated domain a reader can use (every other format).
+int rotation_span(Format format, size_t row_len);
 
 // Throws Error(kInvalidArgument) if the format cannot pack the row or `out` is not exactly
 // packed_row_bytes(format, values.size(), group_size) long.

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
+#include "formats/math/hadamard.h"
 
 namespace kvplan {
 namespace {
@@ -168,7 +169,7 @@ void LayerKvCache::free_pages_before(size_t token) {
 }
 
 void LayerKvCache::read(KvSide side, int head, size_t first, size_t n, float* out,
-                        std::span<float> scratch) const {
+                        std::span<float> scratch, bool rotated_domain) const {
   if (first < first_held_token() || first + n > n_tokens_) {
     fail(ErrorCode::kInternal, "layer {}: read of tokens [{}, {}) outside the held [{}, {})",
          layer_, first, first + n, first_held_token(), n_tokens_);
@@ -179,15 +180,17 @@ void LayerKvCache::read(KvSide side, int head, size_t first, size_t n, float* ou
     const size_t p = t / block();
     const size_t end = std::min({first + n, n_committed_, (p + 1) * block()});
     pages_.unpack_head(side, page(side, p), head, t - p * block(), end - t, out + (t - first) * dim,
-                       scratch);
+                       scratch, rotated_domain);
     t = end;
   }
   const std::vector<float>& staging = side == KvSide::kKey ? k_staging_ : v_staging_;
   const size_t width = row_floats();
+  const int span = rotated_domain ? rotation_span(side) : 0;
   for (; t < first + n; ++t) {
-    std::memcpy(out + (t - first) * dim,
-                staging.data() + (t - n_committed_) * width + static_cast<size_t>(head) * dim,
+    float* row = out + (t - first) * dim;
+    std::memcpy(row, staging.data() + (t - n_committed_) * width + static_cast<size_t>(head) * dim,
                 dim * sizeof(float));
+    if (span > 0) hadamard_transform_spans(row, head_dim(), span);
   }
 }
 

@@ -74,9 +74,13 @@ class LayerKvCache {
 
   // Tokens [first, first + n) of KV head `head` as attention sees them, into out [n, head_dim]:
   // committed tokens unpacked from their pages, the rest from staging. `scratch` holds
-  // read_scratch_floats() floats (reads from several threads need one each).
-  void read(KvSide side, int head, size_t first, size_t n, float* out,
-            std::span<float> scratch) const;
+  // read_scratch_floats() floats (reads from several threads need one each). `rotated_domain`:
+  // a side with a rotation_span gives its rows rotated (each span of a row through
+  // hadamard_transform), unpacked without rotating back and staging rows rotated forward.
+  void read(KvSide side, int head, size_t first, size_t n, float* out, std::span<float> scratch,
+            bool rotated_domain = false) const;
+  // The Hadamard span of a side's rotated domain (formats/pack.h rotation_span); 0 = none.
+  [[nodiscard]] int rotation_span(KvSide side) const { return pages_.rotation_span(side); }
   [[nodiscard]] size_t read_scratch_floats() const { return pages_.unpack_scratch_floats(); }
 
   // The first token still held: a sliding-window layer frees whole pages behind its window.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "formats/format_size.h"
 #include "formats/kv_format_math.h"
+#include "formats/math/hadamard.h"
 
 namespace kvplan {
 namespace {
@@ -343,6 +345,59 @@ TEST(Pack, ManyRowsUnpackToTheBitsOfOneRowAtATime) {
                            "q8_0_had64/128", "q5_1_had/64"}) {
     EXPECT_NE(std::find(checked.begin(), checked.end(), name), checked.end()) << name;
   }
+}
+
+// Unpacking in the rotated domain (what a decode step's attention reads) and rotating each span
+// back gives unpack_rows' bits, for every format with a rotation_span, one row and eight at a time;
+// formats without one ignore the option.
+TEST(Pack, RotatedDomainRowsRotateBackToTheUnpackedBits) {
+  constexpr size_t kRows = 19;
+  std::vector<std::string> rotated;
+  for (const KvFormatTraits& traits : format_table()) {
+    const Format f(traits.id);
+    for (size_t head_dim : {64u, 128u, 256u}) {
+      size_t row_bytes = 0;
+      try {
+        row_bytes = packed_row_bytes(f, head_dim, 32);
+      } catch (const Error&) {
+        continue;
+      }
+      PackOptions opt{.group_size = 32};
+      if (f.has_tensor_scale()) opt.fp8_scale = 0.37f;
+      std::vector<float> rows;
+      for (size_t r = 0; r < kRows; ++r) {
+        const std::vector<float> row = random_row(
+            head_dim, r % 3 == 0 ? Distribution::kOutliers : Distribution::kNormal, 17 * r + 3);
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      std::vector<uint8_t> packed(kRows * row_bytes);
+      pack_rows(f, rows.data(), kRows, head_dim, packed.data(), opt);
+      std::vector<float> plain(kRows * head_dim), in_domain(kRows * head_dim);
+      unpack_rows(f, packed.data(), kRows, head_dim, plain.data(), opt);
+      PackOptions domain = opt;
+      domain.rotated_domain = true;
+      unpack_rows(f, packed.data(), kRows, head_dim, in_domain.data(), domain);
+      const int span = rotation_span(f, head_dim);
+      if (span > 0) {
+        EXPECT_NE(std::memcmp(plain.data(), in_domain.data(), plain.size() * sizeof(float)), 0)
+            << f.name() << ": the rotated domain is not the row domain";
+        for (size_t r = 0; r < kRows; ++r) {
+          hadamard_transform_spans(in_domain.data() + r * head_dim, static_cast<int>(head_dim),
+                                   span);
+        }
+        rotated.push_back(f.name() + "/" + std::to_string(span));
+      }
+      ASSERT_EQ(std::memcmp(plain.data(), in_domain.data(), plain.size() * sizeof(float)), 0)
+          << f.name() << " d=" << head_dim;
+    }
+  }
+  for (const char* name : {"tq_mse3/64", "tq_mse4/128", "q4_0_had/256", "iq4_nl_had/64",
+                           "q8_0_had64/64", "q5_1_had/128"}) {
+    EXPECT_NE(std::find(rotated.begin(), rotated.end(), name), rotated.end()) << name;
+  }
+  // Rotations a reader cannot undo with the plain Hadamard transform have no rotated domain.
+  EXPECT_EQ(rotation_span(Format::parse("int4_per_token_head"), 128), 0);
+  EXPECT_EQ(rotation_span(Format::parse("q4_0"), 128), 0);
 }
 
 TEST(Pack, IntCodesAreLittleEndianBitPackedFirstValueLowest) {

@@ -27,6 +27,12 @@ KVPLAN_HD inline void hadamard_transform(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] *= scale;
 }
 
+// hadamard_transform of each span of `span` values of a row of n values (n a multiple of span):
+// a rotated-domain reader rotates its operands with it (formats/pack.h rotation_span).
+KVPLAN_HD inline void hadamard_transform_spans(float* x, int n, int span) {
+  for (int s = 0; s < n; s += span) hadamard_transform(x + s, span);
+}
+
 // hadamard_transform of kLanes rows at once, given interleaved (x[i * kLanes + l] is value i of
 // row l, overwritten) and written out as rows (rows[l]). Every row goes through the operations of
 // hadamard_transform in the same order, so each gives the same bits; one row per vector lane lets

@@ -80,8 +80,9 @@ KVPLAN_HD inline void quantize_row_tq_mse(const float* x, int n, uint8_t* out) {
 // vLLM's norm_correction (every MSE preset): the gathered centroids are scaled to unit length
 // (1 / sqrt(sum c^2 + 1e-16)), times the stored norm; kvplan then rotates back, where vLLM keeps
 // keys rotated and rotates the query instead (the same attention scores).
+// The row in the rotated domain (what dequantize_row_tq_mse rotates back).
 template <int kBits>
-KVPLAN_HD inline void dequantize_row_tq_mse(const uint8_t* in, int n, float* y) {
+KVPLAN_HD inline void dequantize_row_tq_mse_rotated(const uint8_t* in, int n, float* y) {
   const float* c = tq_centroids<kBits>(n);
   float sum = 0.0f;
   for (int i = 0; i < n; ++i) {
@@ -91,12 +92,17 @@ KVPLAN_HD inline void dequantize_row_tq_mse(const uint8_t* in, int n, float* y) 
   const float inv = 1.0f / std::sqrt(sum + 1e-16f);
   const float norm = f16_to_f32(load_u16_le(in + n * kBits / 8));
   for (int i = 0; i < n; ++i) y[i] = norm * (y[i] * inv);
+}
+template <int kBits>
+KVPLAN_HD inline void dequantize_row_tq_mse(const uint8_t* in, int n, float* y) {
+  dequantize_row_tq_mse_rotated<kBits>(in, n, y);
   hadamard_transform(y, n);
 }
 // dequantize_row_tq_mse of kLanes rows (in[l] -> y[l]), each with the same operations in the same
 // order, so the same bits; the rows' norm sums and butterflies run side by side in vector lanes
-// instead of one dependent chain per row. CPU only.
-template <int kBits, int kLanes>
+// instead of one dependent chain per row. kRotateBack false: dequantize_row_tq_mse_rotated's bits
+// (the rows left in the rotated domain). CPU only.
+template <int kBits, int kLanes, bool kRotateBack = true>
 inline void dequantize_rows_tq_mse_lanes(const uint8_t* const* in, int n, float* const* y) {
   const float* c = tq_centroids<kBits>(n);
   float x[kMaxRotatedRow * kLanes];
@@ -118,7 +124,13 @@ inline void dequantize_rows_tq_mse_lanes(const uint8_t* const* in, int n, float*
     KVPLAN_OMP_SIMD()
     for (int l = 0; l < kLanes; ++l) x[i * kLanes + l] = norm[l] * (x[i * kLanes + l] * inv[l]);
   }
-  hadamard_transform_lanes<kLanes>(x, n, y);
+  if constexpr (kRotateBack) {
+    hadamard_transform_lanes<kLanes>(x, n, y);
+  } else {
+    for (int l = 0; l < kLanes; ++l) {
+      for (int i = 0; i < n; ++i) y[l][i] = x[i * kLanes + l];
+    }
+  }
 }
 
 // Values (tq_int3/4), vLLM's uniform store over the whole row: scale = (max - min) / (2^b - 1)
