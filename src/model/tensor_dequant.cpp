@@ -8,6 +8,7 @@
 #include "formats/kv_format_math.h"
 #include "model/gguf_file.h"
 #include "model/kquant_blocks.h"
+#include "model/weight_rows_avx2.h"
 
 namespace kvplan {
 namespace {
@@ -170,6 +171,14 @@ void dequantize_row(GgmlType type, const std::byte* bytes, size_t n_values, floa
     case GgmlType::kBF16:
       for (size_t i = 0; i < n_values; ++i) out[i] = bf16_to_f32(load_u16_le(src + 2 * i));
       return;
+#if defined(__AVX2__)
+    case GgmlType::kQ4_1:
+      dequantize_row_q4_1_avx2(src, n_values / kGgmlBlock, out);
+      return;
+    case GgmlType::kQ8_0:
+      dequantize_row_q8_0_avx2(src, n_values / kGgmlBlock, out);
+      return;
+#endif
     default:
       break;
   }

@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/error.h"
 #include "formats/float_convert.h"
+#include "formats/kv_blocks.h"
+#include "formats/kv_format_math.h"
 #include "model/kquant_blocks.h"
 
 namespace kvplan {
@@ -59,6 +62,41 @@ TEST(TensorDequant, Q8_0AndQ4_0Blocks) {
   for (int j = 0; j < 16; ++j) {
     EXPECT_EQ(y4[j], 2.0f * static_cast<float>(j - 8));
     EXPECT_EQ(y4[j + 16], 2.0f * static_cast<float>(7 - j));
+  }
+}
+
+// Weight rows take a vector path for Q4_1 and Q8_0 (model/weight_rows_avx2.h): every value must
+// carry the bits of the block functions, over random codes and scales (subnormal f16 included).
+TEST(TensorDequant, RowsOfQ4_1AndQ8_0CarryTheBlockFunctionsBits) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_int_distribution<int> finite_f16(0, 0x7bff);  // zero, subnormals, normals
+  for (const GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ8_0}) {
+    const size_t block_bytes = type == GgmlType::kQ4_1 ? sizeof(BlockQ4_1) : sizeof(BlockQ8_0);
+    constexpr size_t kBlocks = 37;
+    std::vector<uint8_t> bytes(kBlocks * block_bytes);
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
+    for (size_t b = 0; b < kBlocks; ++b) {
+      const int scales = type == GgmlType::kQ4_1 ? 2 : 1;
+      for (int s = 0; s < scales; ++s) {
+        const uint16_t h = static_cast<uint16_t>(finite_f16(rng) | (byte(rng) & 1 ? 0x8000 : 0));
+        store_u16_le(bytes.data() + b * block_bytes + 2 * static_cast<size_t>(s), h);
+      }
+    }
+    std::vector<float> row(kBlocks * 32), blocks(kBlocks * 32);
+    dequantize_row(type, reinterpret_cast<const std::byte*>(bytes.data()), row.size(), row.data());
+    for (size_t b = 0; b < kBlocks; ++b) {
+      const uint8_t* in = bytes.data() + b * block_bytes;
+      if (type == GgmlType::kQ4_1) {
+        dequantize_block_q4_1(in, blocks.data() + b * 32);
+      } else {
+        dequantize_block_q8_0(in, blocks.data() + b * 32);
+      }
+    }
+    for (size_t i = 0; i < row.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(row[i]), std::bit_cast<uint32_t>(blocks[i]))
+          << static_cast<int>(type) << " value " << i;
+    }
   }
 }
 
