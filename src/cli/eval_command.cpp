@@ -93,7 +93,7 @@ KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config
   if (resolved.choices.size() > 1) {
     fail(ErrorCode::kInvalidArgument, "--plan, --kv and --k-format/--v-format are alternatives");
   }
-  if (resolved.plan) described.plan = o.kv.plan_path;
+  if (resolved.plan) described.plan = resolved.plan_path;
   const QuantSettings& settings = resolved.settings;
   std::vector<KvPair> pairs =
       resolved.choices.empty() ? std::vector<KvPair>{} : resolved.choices.front().pairs;

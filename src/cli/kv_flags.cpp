@@ -10,8 +10,9 @@ void add_kv_flags(CLI::App* cmd, KvFlags& flags, bool several_pairs, bool with_b
   cmd->add_option("--plan", flags.plan_path, "A plan.json: per-layer formats and settings");
   auto* kv = cmd->add_option(
       "--kv", flags.kv,
-      several_pairs ? "KV pair(s) for every layer: KV8, K8V4, K4V2, q8_0/q4_0, slot:134"
-                    : "One KV pair for every layer: KV8, K8V4, K4V2, q8_0/q4_0, ...");
+      several_pairs
+          ? "KV pair(s) for every layer (KV8, K8V4, K4V2, q8_0/q4_0, slot:134), or a plan.json"
+          : "One KV pair for every layer (KV8, K8V4, K4V2, q8_0/q4_0, ...) or a plan.json");
   if (several_pairs) {
     kv->delimiter(',');
   } else {
@@ -38,12 +39,24 @@ ResolvedKv resolve_kv_flags(const KvFlags& flags, const KvGeometry& geometry,
   ResolvedKv out;
   out.settings = defaults;
   const size_t n = static_cast<size_t>(geometry.n_layers());
-  if (!flags.plan_path.empty()) {
-    out.plan = read_plan(flags.plan_path);
+  // A plan.json given to --kv is a --plan (as `bench serve --kv` takes one): one plan at most,
+  // whose settings the command runs with.
+  std::string plan_path = flags.plan_path;
+  for (const std::string& item : flags.kv) {
+    if (!item.ends_with(".json")) continue;
+    if (!plan_path.empty()) {
+      fail(ErrorCode::kInvalidArgument, "--kv {}: a plan is already given ({}); one plan at most",
+           item, plan_path);
+    }
+    plan_path = item;
+  }
+  if (!plan_path.empty()) {
+    out.plan = read_plan(plan_path);
+    out.plan_path = plan_path;
     check_plan_matches(*out.plan, geometry, model_source);
     out.settings = out.plan->quantization;
     out.choices.push_back(
-        {"plan:" + std::filesystem::path(flags.plan_path).filename().string(), out.plan->pairs()});
+        {"plan:" + std::filesystem::path(plan_path).filename().string(), out.plan->pairs()});
   }
   if (!flags.k_format.empty() || !flags.v_format.empty()) {
     if (flags.k_format.empty() || flags.v_format.empty()) {
@@ -56,6 +69,7 @@ ResolvedKv resolve_kv_flags(const KvFlags& flags, const KvGeometry& geometry,
     out.choices.push_back({pair.name(), std::vector<KvPair>(n, pair)});
   }
   for (const std::string& name : flags.kv) {
+    if (name.ends_with(".json")) continue;  // the plan, above
     const KvPair pair = KvPair::parse(name);
     out.choices.push_back({pair.name(), std::vector<KvPair>(n, pair)});
   }

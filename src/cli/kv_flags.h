@@ -41,6 +41,7 @@ struct KvChoice {
 
 struct ResolvedKv {
   std::optional<Plan> plan;
+  std::string plan_path;  // where the plan came from (--plan, or a plan.json given to --kv)
   QuantSettings settings;
   std::vector<KvChoice> choices;  // in flag order: the plan, --k/--v-format, each --kv
 };

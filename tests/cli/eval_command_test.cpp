@@ -66,6 +66,30 @@ TEST(EvalCommand, SeveralContextLengthsGiveOneResultEach) {
   EXPECT_NE(none.err.find("no length fits"), std::string::npos) << none.err;
 }
 
+// --kv takes a plan.json as --plan does (kvplan serve --kv plan.json, bench serve's spelling); two
+// plans are refused.
+TEST(EvalCommand, KvTakesAPlanFileAsPlanDoes) {
+  const fs::path model = models_dir() / "stories260K.gguf";
+  const fs::path text = data_dir() / "tinystories-valid-sample.txt";
+  KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  KVPLAN_NEED_FILE(text, "TinyStories sample: ../shared/data");
+  const fs::path plan =
+      fs::path(KVPLAN_SOURCE_DIR) / "data" / "reference" / "stories260k" / "plan-320.json";
+  const std::string base = "-q eval --model " + model.string() + " --text " + text.string() +
+                           " --ctx 64 --chunks 2 --json ";
+  const RunResult as_plan = run_kvplan(base + "--plan " + plan.string());
+  const RunResult as_kv = run_kvplan(base + "--kv " + plan.string());
+  ASSERT_EQ(as_plan.exit_code, 0) << as_plan.err;
+  ASSERT_EQ(as_kv.exit_code, 0) << as_kv.err;
+  const auto a = nlohmann::json::parse(as_plan.out), b = nlohmann::json::parse(as_kv.out);
+  EXPECT_EQ(a["kv_cache"], b["kv_cache"]);
+  EXPECT_EQ(a["result"]["mean_kl"], b["result"]["mean_kl"]);
+
+  const RunResult two = run_kvplan(base + "--plan " + plan.string() + " --kv " + plan.string());
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("one plan at most"), std::string::npos) << two.err;
+}
+
 TEST(EvalCommand, SeveralContextLengthsNeedText) {
   const fs::path model = models_dir() / "stories260K.gguf";
   KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
