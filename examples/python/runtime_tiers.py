@@ -30,8 +30,8 @@ def main():
     plan = kvplan.Plan.load(args.plan)
     chunk_bytes = kvplan.estimate(plan, contexts=[args.chunk_tokens]).contexts[0].bytes
     host_chunks = 1 if args.disk else args.chunks
-    # A host slot also holds the stored object's header and checksums: a page more per chunk.
-    slot_bytes = chunk_bytes + 4096
+    # A host slot also holds the stored object's headers and checksums.
+    slot_bytes = kvplan.Runtime.stored_chunk_bytes(plan, chunk_tokens=args.chunk_tokens)
     rt = kvplan.Runtime(plan, chunk_tokens=args.chunk_tokens,
                         device_bytes=args.chunks * chunk_bytes,
                         host_bytes=host_chunks * slot_bytes, disk_dir=args.disk)

@@ -79,19 +79,17 @@ def _cli_flags(options: dict[str, Any]) -> list[str]:
 def profile(model: PathLike, **options: Any) -> Profile:
     """``kvplan profile``: each layer's sensitivity to every candidate format. `options` are the
     profile flags (prompts, formats, candidates, mode, group_size, max_tokens, threads, ...)."""
-    return _profile(os.fspath(model), _cli_flags(options))
+    return _profile(model, _cli_flags(options))
 
 
 def search(profile: Profile, model: PathLike, *, calibration: Optional[PathLike] = None,
            **options: Any) -> TunedPlan:
     """``kvplan search``: the plan under a budget from a profile, validated on the model. `options`
     are the search flags (max_bytes_per_token, max_bits, engine, seed, selection, report, ...)."""
-    return _search(profile, os.fspath(model), _cli_flags(options),
-                   os.fspath(calibration) if calibration is not None else None)
+    return _search(profile, model, _cli_flags(options), calibration)
 
 
 def tune(model: PathLike, *, profile_out: Optional[PathLike] = None, **options: Any) -> TunedPlan:
     """``kvplan tune``: profile + search + validate. `options` are the flags of both; the profile is
     written to `profile_out` as soon as it exists when given."""
-    return _tune(os.fspath(model), _cli_flags(options),
-                 os.fspath(profile_out) if profile_out is not None else None)
+    return _tune(model, _cli_flags(options), profile_out)

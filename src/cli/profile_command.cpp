@@ -13,8 +13,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_text.h"
-#include "model/model_weights.h"
-#include "model/transformer.h"
+#include "pipeline/tune.h"
 #include "profile/dkl_estimate.h"
 #include "profile/profile_summary.h"
 #include "profile/profiler.h"
@@ -114,14 +113,11 @@ void run_profile_command(const ProfileCommandOptions& o) {
                  resume->n_cells());
   }
 
-  const pipeline::ProfileInputs in = pipeline::load_profile_inputs(o.model, request.calibration);
-  const Transformer model(in.weights);
   ProgressPrinter printer(stderr);
   opt.progress = [&](const ProfileProgress& p) { printer.update(p); };
   opt.checkpoint = [&](const Profile& partial) { write_profile(o.output, partial); };
-  Profile profile = run_profile(model, in.calibration, opt);
+  const Profile profile = pipeline::profile_model(o.model, request);
   printer.finish();
-  profile.timings.load_s = in.load_s;
   write_profile(o.output, profile);
   print_summary(profile, o.output, o.json);
 }

@@ -85,7 +85,20 @@ TunedPlan search_loaded(Profile profile, const Transformer& model,
   return t;
 }
 
+// The profile of loaded inputs, stamped with the time their loading took.
+Profile profile_loaded(const ProfileInputs& in, const Transformer& model,
+                       const ProfileOptions& options) {
+  Profile profile = run_profile(model, in.calibration, options);
+  profile.timings.load_s = in.load_s;
+  return profile;
+}
+
 }  // namespace
+
+Profile profile_model(const std::filesystem::path& model, const ProfileRequest& request) {
+  const ProfileInputs in = load_profile_inputs(model, request.calibration);
+  return profile_loaded(in, Transformer(in.weights), request.options);
+}
 
 TunedPlan tune(const TuneRequest& request) {
   const EngineSpec& engine = engine_spec(request.search.options.engine);
@@ -98,8 +111,7 @@ TunedPlan tune(const TuneRequest& request) {
   const search::HeldOutTexts texts = search::load_held_out_texts(
       request.search.texts, *in.tokenizer, config, &request.profile.calibration.file);
   const Transformer model(in.weights);
-  Profile profile = run_profile(model, in.calibration, options);
-  profile.timings.load_s = in.load_s;
+  Profile profile = profile_loaded(in, model, options);
   if (request.profile.on_profile) request.profile.on_profile(profile);
   return search_loaded(std::move(profile), model, texts, budget, request.search);
 }

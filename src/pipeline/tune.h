@@ -58,6 +58,11 @@ struct TunedPlan {
   std::string selection_file, report_file;  // as given
 };
 
+// `kvplan profile`: loads `model` and the calibration prompts and profiles them, with
+// request.options' callbacks (progress, checkpoint, resume); timings.load_s is the loading time.
+// Throws Error(kInvalidArgument) naming the input for a bad model or prompts.
+Profile profile_model(const std::filesystem::path& model, const ProfileRequest& request);
+
 // Throws Error(kInvalidArgument) naming the input for a bad model, prompts, texts or budget —
 // all checked before the profile runs.
 TunedPlan tune(const TuneRequest& request);

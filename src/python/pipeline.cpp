@@ -20,8 +20,6 @@
 #include "cli/profile_flags.h"
 #include "cli/search_flags.h"
 #include "core/error.h"
-#include "model/transformer.h"
-#include "pipeline/profile_inputs.h"
 #include "pipeline/tune.h"
 #include "profile/profile_data.h"
 #include "profile/progress.h"
@@ -57,13 +55,10 @@ Profile profile(const std::filesystem::path& model, const std::vector<std::strin
   const Flags f = parse_flags("profile", args, true, false);
   pipeline::ProfileRequest request = cli::profile_request_from_flags(f.profile);
   nb::gil_scoped_release unlocked;
-  const pipeline::ProfileInputs in = pipeline::load_profile_inputs(model, request.calibration);
-  const Transformer transformer(in.weights);
   ProgressPrinter printer(stderr);
   request.options.progress = [&](const ProfileProgress& p) { printer.update(p); };
-  Profile result = run_profile(transformer, in.calibration, request.options);
+  Profile result = pipeline::profile_model(model, request);
   printer.finish();
-  result.timings.load_s = in.load_s;
   return result;
 }
 

@@ -24,6 +24,7 @@
 #include "python/bindings.h"
 #include "python/ndarray_util.h"
 #include "runtime/offload_runtime.h"
+#include "runtime/stored_object.h"
 
 namespace nb = nanobind;
 
@@ -112,6 +113,14 @@ void bind_runtime(nb::module_& m) {
            nb::arg("device_bytes") = 256ull << 20, nb::arg("host_bytes") = 1ull << 30,
            nb::arg("disk_dir") = nb::none(), nb::arg("disk_bytes") = 16ull << 30,
            nb::arg("model_fingerprint") = "")
+      .def_static(
+          "stored_chunk_bytes",
+          [](const Plan& plan, size_t chunk_tokens) {
+            return stored_chunk_bytes(PlanLayout(plan, {.chunk_tokens = chunk_tokens}));
+          },
+          nb::arg("plan"), nb::arg("chunk_tokens") = 256,
+          "Bytes one chunk of `plan` takes in the host tier: its pages, plus the stored object's "
+          "headers and checksums (host_bytes = N * this holds N chunks).")
       .def_prop_ro("chunk_bytes", [](const Runtime& r) { return r.rt->layout().chunk_bytes(); })
       .def_prop_ro("chunk_tokens", [](const Runtime& r) { return r.rt->layout().chunk_tokens(); })
       .def_prop_ro("backend", [](const Runtime& r) { return std::string(r.rt->backend().name()); })

@@ -35,6 +35,15 @@ def test_host_tier_round_trip(plan):
     assert rt.lookup([7] + tokens[1:]) == (0, 0, ["miss", "miss"])
 
 
+def test_stored_chunk_bytes_sizes_the_host_tier(plan):
+    slot = kvplan.Runtime.stored_chunk_bytes(plan, chunk_tokens=256)
+    rt = kvplan.Runtime(plan, chunk_tokens=256, device_bytes=2 << 20, host_bytes=3 * slot)
+    assert slot > rt.chunk_bytes  # headers and checksums beside the pages
+    assert rt.host_chunks == 3
+    assert kvplan.Runtime(plan, chunk_tokens=256, device_bytes=2 << 20,
+                          host_bytes=3 * slot - 1).host_chunks == 2
+
+
 def test_disk_tier_round_trip(plan, tmp_path):
     rt = kvplan.Runtime(plan, chunk_tokens=256, device_bytes=2 << 20, host_bytes=2 << 20,
                         disk_dir=tmp_path)
