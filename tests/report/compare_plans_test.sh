@@ -2,7 +2,9 @@
 # scripts/ci/compare-plans.py, the drift check of scripts/ci/regenerate-references.sh --check: a
 # plan agrees with itself and with a copy whose `created` time and mean KL moved within the
 # tolerance; it must disagree when one layer's format changes or a mean KL moves beyond the
-# tolerance.
+# tolerance. With --accept-within-interval (plans of another build) a changed layer or KL is
+# accepted while the plan's advantage over its best uniform pair stays inside the committed
+# paired-bootstrap interval, and refused once it leaves it.
 set -euo pipefail
 source_dir="$1"
 compare="${source_dir}/scripts/ci/compare-plans.py"
@@ -23,6 +25,8 @@ variant layer 'p["layers"][1]["key"] = "int2" if p["layers"][1]["key"] != "int2"
 variant kl 'p["quality"]["mean_kl"] *= 1.01'
 variant baseline 'p["baselines"][0]["mean_kl"] *= 1.01'
 variant long 'p["quality"]["long_context"]["rows"][-1]["plan_mean_kl"] *= 1.01'
+variant worse 'p["quality"]["mean_kl"] = p["quality"]["best_uniform"]["mean_kl"] * 0.99'
+variant other_pair 'p["quality"]["best_uniform"]["kv"] = "q8_0/q8_0"'
 
 fail=0
 "${compare}" "${plan}" "${plan}" >/dev/null || { echo "FAIL: a plan differs from itself"; fail=1; }
@@ -34,5 +38,17 @@ for v in layer kl baseline long; do
     fail=1
   fi
 done
+for v in layer kl baseline long; do
+  "${compare}" --accept-within-interval "${plan}" "${work}/${v}.json" >/dev/null ||
+    { echo "FAIL: drift '${v}' inside the interval was refused with --accept-within-interval"; fail=1; }
+done
+for v in worse other_pair; do
+  if "${compare}" --accept-within-interval "${plan}" "${work}/${v}.json" >/dev/null; then
+    echo "FAIL: '${v}' left the committed interval but was accepted"
+    fail=1
+  fi
+done
+{ "${compare}" "${plan}" "${work}/kl.json" || true; } | grep -q "+1.00 %" ||
+  { echo "FAIL: a difference is printed without its relative size"; fail=1; }
 [[ ${fail} -eq 0 ]] && echo "PASS: compare-plans accepts tolerated changes and rejects drift"
 exit ${fail}
