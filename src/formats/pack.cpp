@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
+#include "formats/ggml_rows_avx2.h"
 #include "formats/kv_row_format.h"
 
 namespace kvplan {
@@ -152,6 +153,18 @@ void unpack_rows_unchecked(Format format, const uint8_t* src, size_t src_stride,
       float* out = y + r * y_stride;
       if constexpr (kC == Codec::kF32) {
         std::memcpy(out, in, n * sizeof(float));
+#if defined(KVPLAN_HAVE_AVX2_ROWS)
+      } else if constexpr (kC == Codec::kF16) {
+        f16_to_f32_avx2(in, n, out);
+      } else if constexpr (kC == Codec::kBF16) {
+        bf16_to_f32_avx2(in, n, out);
+      } else if constexpr (kC == Codec::kQ4_0) {
+        dequantize_q4_0_blocks_avx2(in, static_cast<size_t>(f.n_units), out);
+      } else if constexpr (kC == Codec::kQ4_1) {
+        dequantize_q4_1_blocks_avx2(in, static_cast<size_t>(f.n_units), out);
+      } else if constexpr (kC == Codec::kQ8_0) {
+        dequantize_q8_0_blocks_avx2(in, static_cast<size_t>(f.n_units), out);
+#endif
       } else if constexpr (codec_traits(kC).per_value) {
         dequantize_unit_as<kC>(in, nullptr, static_cast<int>(n), out, options.fp8_scale);
       } else if constexpr (codec_traits(kC).int_bits > 0) {

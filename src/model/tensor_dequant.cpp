@@ -5,10 +5,10 @@
 
 #include "core/error.h"
 #include "formats/float_convert.h"
+#include "formats/ggml_rows_avx2.h"
 #include "formats/kv_format_math.h"
 #include "model/gguf_file.h"
 #include "model/kquant_blocks.h"
-#include "model/weight_rows_avx2.h"
 
 namespace kvplan {
 namespace {
@@ -165,18 +165,30 @@ void dequantize_row(GgmlType type, const std::byte* bytes, size_t n_values, floa
     case GgmlType::kF32:
       std::memcpy(out, src, n_values * 4);
       return;
+#if defined(KVPLAN_HAVE_AVX2_ROWS)
+    case GgmlType::kF16:
+      f16_to_f32_avx2(src, n_values, out);
+      return;
+    case GgmlType::kBF16:
+      bf16_to_f32_avx2(src, n_values, out);
+      return;
+#else
     case GgmlType::kF16:
       for (size_t i = 0; i < n_values; ++i) out[i] = f16_to_f32(load_u16_le(src + 2 * i));
       return;
     case GgmlType::kBF16:
       for (size_t i = 0; i < n_values; ++i) out[i] = bf16_to_f32(load_u16_le(src + 2 * i));
       return;
-#if defined(__AVX2__)
+#endif
+#if defined(KVPLAN_HAVE_AVX2_ROWS)
+    case GgmlType::kQ4_0:
+      dequantize_q4_0_blocks_avx2(src, n_values / kGgmlBlock, out);
+      return;
     case GgmlType::kQ4_1:
-      dequantize_row_q4_1_avx2(src, n_values / kGgmlBlock, out);
+      dequantize_q4_1_blocks_avx2(src, n_values / kGgmlBlock, out);
       return;
     case GgmlType::kQ8_0:
-      dequantize_row_q8_0_avx2(src, n_values / kGgmlBlock, out);
+      dequantize_q8_0_blocks_avx2(src, n_values / kGgmlBlock, out);
       return;
 #endif
     default:

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "formats/format_size.h"
 #include "formats/kv_format_math.h"
+#include "formats/kv_row_format.h"
 #include "formats/math/hadamard.h"
 
 namespace kvplan {
@@ -345,6 +346,51 @@ TEST(Pack, ManyRowsUnpackToTheBitsOfOneRowAtATime) {
                            "q8_0_had64/128", "q5_1_had/64"}) {
     EXPECT_NE(std::find(checked.begin(), checked.end(), name), checked.end()) << name;
   }
+}
+
+// unpack_rows takes vector paths (formats/ggml_rows_avx2.h: f16, bf16, q4_0, q4_1, q8_0; lane
+// forms of the rotated codecs): every format's rows must carry the bits of the scalar per-unit math
+// (dequantize_row_unit, what the GPU kernels and CPU references run).
+TEST(Pack, RowsCarryTheBitsOfTheScalarUnitMath) {
+  constexpr size_t kRows = 11;
+  int checked = 0;
+  for (const KvFormatTraits& traits : format_table()) {
+    const Format f(traits.id);
+    for (size_t head_dim : {64u, 128u}) {
+      size_t row_bytes = 0;
+      RowFormat rf{};
+      try {
+        row_bytes = packed_row_bytes(f, head_dim, 32);
+      } catch (const Error&) {
+        continue;
+      }
+      if (!make_row_format(static_cast<uint16_t>(traits.id), static_cast<int>(head_dim), 32, &rf)) {
+        continue;
+      }
+      PackOptions opt{.group_size = 32};
+      if (f.has_tensor_scale()) opt.fp8_scale = 0.37f;
+      std::vector<float> rows;
+      for (size_t r = 0; r < kRows; ++r) {
+        const std::vector<float> row = random_row(
+            head_dim, r % 2 == 0 ? Distribution::kOutliers : Distribution::kNormal, 13 * r + 5);
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      std::vector<uint8_t> packed(kRows * row_bytes);
+      pack_rows(f, rows.data(), kRows, head_dim, packed.data(), opt);
+      std::vector<float> fast(kRows * head_dim), scalar(kRows * head_dim);
+      unpack_rows(f, packed.data(), kRows, head_dim, fast.data(), opt);
+      for (size_t r = 0; r < kRows; ++r) {
+        for (int u = 0; u < rf.n_units; ++u) {
+          dequantize_row_unit(rf, packed.data() + r * row_bytes, u, scalar.data() + r * head_dim,
+                              opt.fp8_scale);
+        }
+      }
+      ASSERT_EQ(std::memcmp(fast.data(), scalar.data(), fast.size() * sizeof(float)), 0)
+          << f.name() << " d=" << head_dim;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 40);
 }
 
 // Unpacking in the rotated domain (what a decode step's attention reads) and rotating each span

@@ -65,14 +65,16 @@ TEST(TensorDequant, Q8_0AndQ4_0Blocks) {
   }
 }
 
-// Weight rows take a vector path for Q4_1 and Q8_0 (model/weight_rows_avx2.h): every value must
-// carry the bits of the block functions, over random codes and scales (subnormal f16 included).
-TEST(TensorDequant, RowsOfQ4_1AndQ8_0CarryTheBlockFunctionsBits) {
+// Weight rows take vector paths (formats/ggml_rows_avx2.h): every value must carry the bits of the
+// scalar block and conversion functions, over random codes and scales (subnormal f16 included).
+TEST(TensorDequant, VectorRowsCarryTheScalarFunctionsBits) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_int_distribution<int> finite_f16(0, 0x7bff);  // zero, subnormals, normals
-  for (const GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ8_0}) {
-    const size_t block_bytes = type == GgmlType::kQ4_1 ? sizeof(BlockQ4_1) : sizeof(BlockQ8_0);
+  for (const GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0}) {
+    const size_t block_bytes = type == GgmlType::kQ4_1   ? sizeof(BlockQ4_1)
+                               : type == GgmlType::kQ4_0 ? sizeof(BlockQ4_0)
+                                                         : sizeof(BlockQ8_0);
     constexpr size_t kBlocks = 37;
     std::vector<uint8_t> bytes(kBlocks * block_bytes);
     for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
@@ -89,6 +91,8 @@ TEST(TensorDequant, RowsOfQ4_1AndQ8_0CarryTheBlockFunctionsBits) {
       const uint8_t* in = bytes.data() + b * block_bytes;
       if (type == GgmlType::kQ4_1) {
         dequantize_block_q4_1(in, blocks.data() + b * 32);
+      } else if (type == GgmlType::kQ4_0) {
+        dequantize_block_q4_0(in, blocks.data() + b * 32);
       } else {
         dequantize_block_q8_0(in, blocks.data() + b * 32);
       }
@@ -96,6 +100,23 @@ TEST(TensorDequant, RowsOfQ4_1AndQ8_0CarryTheBlockFunctionsBits) {
     for (size_t i = 0; i < row.size(); ++i) {
       ASSERT_EQ(std::bit_cast<uint32_t>(row[i]), std::bit_cast<uint32_t>(blocks[i]))
           << static_cast<int>(type) << " value " << i;
+    }
+  }
+}
+
+TEST(TensorDequant, F16AndBF16RowsWidenEveryBitPattern) {
+  // Every 16-bit pattern (NaNs, infinities, subnormals), 65,536 values in a row of 2 x 2^16 bytes.
+  std::vector<uint8_t> bytes(2u << 16);
+  for (uint32_t h = 0; h < (1u << 16); ++h)
+    store_u16_le(bytes.data() + 2 * h, static_cast<uint16_t>(h));
+  std::vector<float> row(1u << 16);
+  for (const GgmlType type : {GgmlType::kF16, GgmlType::kBF16}) {
+    dequantize_row(type, reinterpret_cast<const std::byte*>(bytes.data()), row.size(), row.data());
+    for (uint32_t h = 0; h < (1u << 16); ++h) {
+      const auto bits = static_cast<uint16_t>(h);
+      const float want = type == GgmlType::kF16 ? f16_to_f32(bits) : bf16_to_f32(bits);
+      ASSERT_EQ(std::bit_cast<uint32_t>(row[h]), std::bit_cast<uint32_t>(want))
+          << static_cast<int>(type) << " pattern " << h;
     }
   }
 }
