@@ -302,45 +302,61 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(info.param.group);
     });
 
+// Rows of every catalogue format that packs rows of head_dim values (group 32; FP8 formats with a
+// tensor scale): `n_rows` random rows (every `seed`-th row with outliers) packed with pack_rows.
+struct PackedRows {
+  Format format;
+  size_t head_dim = 0;
+  size_t row_bytes = 0;
+  PackOptions options;
+  std::vector<uint8_t> bytes;
+};
+template <typename Fn>
+void for_each_packed_format(size_t n_rows, std::initializer_list<size_t> head_dims, uint32_t seed,
+                            Fn&& fn) {
+  for (const KvFormatTraits& traits : format_table()) {
+    const Format f(traits.id);
+    for (size_t head_dim : head_dims) {
+      PackedRows p{f, head_dim, 0, {.group_size = 32}, {}};
+      try {
+        p.row_bytes = packed_row_bytes(f, head_dim, 32);
+      } catch (const Error&) {
+        continue;  // this format cannot pack rows of head_dim values
+      }
+      if (f.has_tensor_scale()) p.options.fp8_scale = 0.37f;
+      std::vector<float> rows;
+      for (size_t r = 0; r < n_rows; ++r) {
+        const std::vector<float> row =
+            random_row(head_dim, r % 3 == 0 ? Distribution::kOutliers : Distribution::kNormal,
+                       static_cast<uint32_t>(seed * r + 7));
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      p.bytes.resize(n_rows * p.row_bytes);
+      pack_rows(f, rows.data(), n_rows, head_dim, p.bytes.data(), p.options);
+      fn(p);
+    }
+  }
+}
+
 // unpack_rows takes several rows at once (the rotated formats eight at a time, one per vector
 // lane): every row must come out with the bits unpack_row gives it alone. 19 rows = two groups of
 // eight and a tail of three.
 TEST(Pack, ManyRowsUnpackToTheBitsOfOneRowAtATime) {
   constexpr size_t kRows = 19;
   std::vector<std::string> checked;
-  for (const KvFormatTraits& traits : format_table()) {
-    const Format f(traits.id);
-    for (size_t head_dim : {64u, 128u, 256u}) {
-      size_t row_bytes = 0;
-      try {
-        row_bytes = packed_row_bytes(f, head_dim, 32);
-      } catch (const Error&) {
-        continue;  // this format cannot pack rows of head_dim values
-      }
-      PackOptions opt{.group_size = 32};
-      if (f.has_tensor_scale()) opt.fp8_scale = 0.37f;
-      std::vector<float> rows;
-      for (size_t r = 0; r < kRows; ++r) {
-        const std::vector<float> row = random_row(
-            head_dim, r % 3 == 0 ? Distribution::kOutliers : Distribution::kNormal, 31 * r + 7);
-        rows.insert(rows.end(), row.begin(), row.end());
-      }
-      std::vector<uint8_t> packed(kRows * row_bytes);
-      pack_rows(f, rows.data(), kRows, head_dim, packed.data(), opt);
-      std::vector<float> together(kRows * head_dim, std::nanf(""));
-      unpack_rows(f, packed.data(), kRows, head_dim, together.data(), opt);
-      for (size_t r = 0; r < kRows; ++r) {
-        std::vector<float> alone(head_dim);
-        unpack_row(f, std::span(packed).subspan(r * row_bytes, row_bytes), alone, opt);
-        for (size_t i = 0; i < head_dim; ++i) {
-          ASSERT_EQ(std::bit_cast<uint32_t>(together[r * head_dim + i]),
-                    std::bit_cast<uint32_t>(alone[i]))
-              << f.name() << " d=" << head_dim << " row " << r << " value " << i;
-        }
-      }
-      checked.push_back(f.name() + "/" + std::to_string(head_dim));
+  for_each_packed_format(kRows, {64u, 128u, 256u}, 31, [&](const PackedRows& p) {
+    const size_t d = p.head_dim;
+    std::vector<float> together(kRows * d, std::nanf(""));
+    unpack_rows(p.format, p.bytes.data(), kRows, d, together.data(), p.options);
+    for (size_t r = 0; r < kRows; ++r) {
+      std::vector<float> alone(d);
+      unpack_row(p.format, std::span(p.bytes).subspan(r * p.row_bytes, p.row_bytes), alone,
+                 p.options);
+      ASSERT_EQ(std::memcmp(together.data() + r * d, alone.data(), d * sizeof(float)), 0)
+          << p.format.name() << " d=" << d << " row " << r;
     }
-  }
+    checked.push_back(p.format.name() + "/" + std::to_string(d));
+  });
   // The lane forms are exercised: every rotated codec at several widths.
   for (const char* name : {"tq_mse3/64", "tq_mse4/128", "q4_0_had/256", "iq4_nl_had/64",
                            "q8_0_had64/128", "q5_1_had/64"}) {
@@ -354,42 +370,25 @@ TEST(Pack, ManyRowsUnpackToTheBitsOfOneRowAtATime) {
 TEST(Pack, RowsCarryTheBitsOfTheScalarUnitMath) {
   constexpr size_t kRows = 11;
   int checked = 0;
-  for (const KvFormatTraits& traits : format_table()) {
-    const Format f(traits.id);
-    for (size_t head_dim : {64u, 128u}) {
-      size_t row_bytes = 0;
-      RowFormat rf{};
-      try {
-        row_bytes = packed_row_bytes(f, head_dim, 32);
-      } catch (const Error&) {
-        continue;
-      }
-      if (!make_row_format(static_cast<uint16_t>(traits.id), static_cast<int>(head_dim), 32, &rf)) {
-        continue;
-      }
-      PackOptions opt{.group_size = 32};
-      if (f.has_tensor_scale()) opt.fp8_scale = 0.37f;
-      std::vector<float> rows;
-      for (size_t r = 0; r < kRows; ++r) {
-        const std::vector<float> row = random_row(
-            head_dim, r % 2 == 0 ? Distribution::kOutliers : Distribution::kNormal, 13 * r + 5);
-        rows.insert(rows.end(), row.begin(), row.end());
-      }
-      std::vector<uint8_t> packed(kRows * row_bytes);
-      pack_rows(f, rows.data(), kRows, head_dim, packed.data(), opt);
-      std::vector<float> fast(kRows * head_dim), scalar(kRows * head_dim);
-      unpack_rows(f, packed.data(), kRows, head_dim, fast.data(), opt);
-      for (size_t r = 0; r < kRows; ++r) {
-        for (int u = 0; u < rf.n_units; ++u) {
-          dequantize_row_unit(rf, packed.data() + r * row_bytes, u, scalar.data() + r * head_dim,
-                              opt.fp8_scale);
-        }
-      }
-      ASSERT_EQ(std::memcmp(fast.data(), scalar.data(), fast.size() * sizeof(float)), 0)
-          << f.name() << " d=" << head_dim;
-      ++checked;
+  for_each_packed_format(kRows, {64u, 128u}, 13, [&](const PackedRows& p) {
+    RowFormat rf{};
+    if (!make_row_format(static_cast<uint16_t>(p.format.id()), static_cast<int>(p.head_dim), 32,
+                         &rf)) {
+      return;
     }
-  }
+    const size_t d = p.head_dim;
+    std::vector<float> fast(kRows * d), scalar(kRows * d);
+    unpack_rows(p.format, p.bytes.data(), kRows, d, fast.data(), p.options);
+    for (size_t r = 0; r < kRows; ++r) {
+      for (int u = 0; u < rf.n_units; ++u) {
+        dequantize_row_unit(rf, p.bytes.data() + r * p.row_bytes, u, scalar.data() + r * d,
+                            p.options.fp8_scale);
+      }
+    }
+    ASSERT_EQ(std::memcmp(fast.data(), scalar.data(), fast.size() * sizeof(float)), 0)
+        << p.format.name() << " d=" << d;
+    ++checked;
+  });
   EXPECT_GT(checked, 40);
 }
 
@@ -399,44 +398,25 @@ TEST(Pack, RowsCarryTheBitsOfTheScalarUnitMath) {
 TEST(Pack, RotatedDomainRowsRotateBackToTheUnpackedBits) {
   constexpr size_t kRows = 19;
   std::vector<std::string> rotated;
-  for (const KvFormatTraits& traits : format_table()) {
-    const Format f(traits.id);
-    for (size_t head_dim : {64u, 128u, 256u}) {
-      size_t row_bytes = 0;
-      try {
-        row_bytes = packed_row_bytes(f, head_dim, 32);
-      } catch (const Error&) {
-        continue;
-      }
-      PackOptions opt{.group_size = 32};
-      if (f.has_tensor_scale()) opt.fp8_scale = 0.37f;
-      std::vector<float> rows;
+  for_each_packed_format(kRows, {64u, 128u, 256u}, 17, [&](const PackedRows& p) {
+    const size_t d = p.head_dim;
+    std::vector<float> plain(kRows * d), in_domain(kRows * d);
+    unpack_rows(p.format, p.bytes.data(), kRows, d, plain.data(), p.options);
+    PackOptions domain = p.options;
+    domain.rotated_domain = true;
+    unpack_rows(p.format, p.bytes.data(), kRows, d, in_domain.data(), domain);
+    const int span = rotation_span(p.format, d);
+    if (span > 0) {
+      EXPECT_NE(std::memcmp(plain.data(), in_domain.data(), plain.size() * sizeof(float)), 0)
+          << p.format.name() << ": the rotated domain is not the row domain";
       for (size_t r = 0; r < kRows; ++r) {
-        const std::vector<float> row = random_row(
-            head_dim, r % 3 == 0 ? Distribution::kOutliers : Distribution::kNormal, 17 * r + 3);
-        rows.insert(rows.end(), row.begin(), row.end());
+        hadamard_transform_spans(in_domain.data() + r * d, static_cast<int>(d), span);
       }
-      std::vector<uint8_t> packed(kRows * row_bytes);
-      pack_rows(f, rows.data(), kRows, head_dim, packed.data(), opt);
-      std::vector<float> plain(kRows * head_dim), in_domain(kRows * head_dim);
-      unpack_rows(f, packed.data(), kRows, head_dim, plain.data(), opt);
-      PackOptions domain = opt;
-      domain.rotated_domain = true;
-      unpack_rows(f, packed.data(), kRows, head_dim, in_domain.data(), domain);
-      const int span = rotation_span(f, head_dim);
-      if (span > 0) {
-        EXPECT_NE(std::memcmp(plain.data(), in_domain.data(), plain.size() * sizeof(float)), 0)
-            << f.name() << ": the rotated domain is not the row domain";
-        for (size_t r = 0; r < kRows; ++r) {
-          hadamard_transform_spans(in_domain.data() + r * head_dim, static_cast<int>(head_dim),
-                                   span);
-        }
-        rotated.push_back(f.name() + "/" + std::to_string(span));
-      }
-      ASSERT_EQ(std::memcmp(plain.data(), in_domain.data(), plain.size() * sizeof(float)), 0)
-          << f.name() << " d=" << head_dim;
+      rotated.push_back(p.format.name() + "/" + std::to_string(span));
     }
-  }
+    ASSERT_EQ(std::memcmp(plain.data(), in_domain.data(), plain.size() * sizeof(float)), 0)
+        << p.format.name() << " d=" << d;
+  });
   for (const char* name : {"tq_mse3/64", "tq_mse4/128", "q4_0_had/256", "iq4_nl_had/64",
                            "q8_0_had64/64", "q5_1_had/128"}) {
     EXPECT_NE(std::find(rotated.begin(), rotated.end(), name), rotated.end()) << name;
