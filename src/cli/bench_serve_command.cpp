@@ -35,9 +35,11 @@ namespace kvplan::cli {
 namespace {
 
 struct BenchServeOptions {
-  std::string model, text, host_memory = "1GiB", disk, html, url;
+  std::string model, text, disk, html, url;
   std::vector<std::string> kv;         // default bf16/bf16
   std::vector<std::string> kv_memory;  // default 64MiB
+  // One for every KV memory, or one each (paired in order): a sweep of the server's whole memory.
+  std::vector<std::string> host_memory{"1GiB"};
   serve::WorkloadOptions workload;
   size_t chunk_tokens = 256;
   double duration_s = 0;
@@ -88,6 +90,7 @@ std::vector<int32_t> text_tokens(const std::filesystem::path& file, const Tokeni
 
 struct Row {
   uint64_t kv_memory = 0;
+  uint64_t host_memory = 0;  // 0 over HTTP (the server's own)
   serve::ServeResult result;
   serve::ServeSummary summary;
 };
@@ -105,7 +108,7 @@ nlohmann::ordered_json workload_json(const serve::WorkloadOptions& w, const Benc
       {"document_reuse", w.document_reuse},
       {"seed", w.seed},
       {"chunk_tokens", o.chunk_tokens},
-      {"host_memory", o.host_memory},
+      {"host_memory", fmt::format("{}", fmt::join(o.host_memory, ","))},
       {"disk", o.disk.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.disk)},
       {"duration_s", o.duration_s}};
 }
@@ -119,6 +122,7 @@ nlohmann::ordered_json row_json(const Row& row) {
   }
   return {{"kv", r.label},
           {"kv_memory_bytes", row.kv_memory},
+          {"host_memory_bytes", row.host_memory},
           {"bytes_per_token", r.bytes_per_token},
           {"requests", s.requests},
           {"completed", s.completed},
@@ -157,11 +161,12 @@ std::string workload_line(const serve::Workload& workload, const BenchServeOptio
       w.user_interval_s, w.think_time_s, w.document_reuse, w.seed,
       // Over HTTP the chunks and tiers are the server's own.
       // The device tier stages the longest prompt (kvplan serve --staging-tokens sets the same).
-      o.url.empty() ? fmt::format("chunks of {} tokens, device tier staging {} tokens, host tier "
-                                  "{}{}",
-                                  o.chunk_tokens, serve::longest_prompt_tokens(workload),
-                                  o.host_memory, o.disk.empty() ? "" : ", disk " + o.disk)
-                    : "over HTTP to " + o.url,
+      o.url.empty()
+          ? fmt::format("chunks of {} tokens, device tier staging {} tokens, host tier "
+                        "{}{}",
+                        o.chunk_tokens, serve::longest_prompt_tokens(workload),
+                        fmt::join(o.host_memory, ","), o.disk.empty() ? "" : ", disk " + o.disk)
+          : "over HTTP to " + o.url,
       o.duration_s > 0 ? fmt::format(", {:.3g} s of serving", o.duration_s) : "");
 }
 
@@ -196,9 +201,12 @@ void write_html(const std::string& path, const std::string& model, const std::st
 void print_text(const std::string& model, const std::string& workload, const BenchServeOptions& o,
                 const std::vector<Row>& rows) {
   std::printf("model %s; %s\n\n", model.c_str(), workload.c_str());
-  std::printf("%-22s %10s %9s %6s %9s %9s %9s %8s %9s %10s %10s %6s %6s %9s %7s\n", "kv",
-              "kv memory", "B/token", "done", "TTFT p50", "TTFT p95", "TTFT p99", "ITL ms", "tok/s",
-              "computed", "restored", "host", "disk", "served KL", "top-1");
+  // The host tier's size gets a column when the sweep changes it.
+  const bool host_column = o.host_memory.size() > 1;
+  std::printf("%-22s %10s%s %9s %6s %9s %9s %9s %8s %9s %10s %10s %6s %6s %9s %7s\n", "kv",
+              "kv memory", host_column ? fmt::format(" {:>10}", "host tier").c_str() : "",
+              "B/token", "done", "TTFT p50", "TTFT p95", "TTFT p99", "ITL ms", "tok/s", "computed",
+              "restored", "host", "disk", "served KL", "top-1");
   for (const Row& row : rows) {
     const serve::ServeSummary& s = row.summary;
     const serve::ServeResult& r = row.result;
@@ -206,10 +214,13 @@ void print_text(const std::string& model, const std::string& workload, const Ben
     const std::string kl = r.quality_positions > 0 ? fmt::format("{:.5f}", r.served_mean_kl) : "-";
     const std::string top1 =
         r.quality_positions > 0 ? fmt::format("{:.1f}%", 100 * r.served_top1) : "-";
+    const std::string host =
+        host_column ? fmt::format(" {:>10}", format_bytes(static_cast<double>(row.host_memory), 2))
+                    : "";
     std::printf(
-        "%-22s %10s %9.0f %3d/%-2d %8.2fs %8.2fs %8.2fs %8.1f %9.2f %10lld %10lld %6llu %6llu "
+        "%-22s %10s%s %9.0f %3d/%-2d %8.2fs %8.2fs %8.2fs %8.1f %9.2f %10lld %10lld %6llu %6llu "
         "%9s %7s\n",
-        r.label.c_str(), format_bytes(static_cast<double>(row.kv_memory), 2).c_str(),
+        r.label.c_str(), format_bytes(static_cast<double>(row.kv_memory), 2).c_str(), host.c_str(),
         r.bytes_per_token, s.completed, s.requests, s.ttft_p50_s, s.ttft_p95_s, s.ttft_p99_s,
         1000 * s.itl_mean_s, s.decode_tokens_per_s, static_cast<long long>(s.computed_tokens),
         static_cast<long long>(s.restored_tokens),
@@ -254,7 +265,7 @@ std::vector<Row> run_over_http(const BenchServeOptions& o, const serve::Workload
                info.model, info.bytes_per_token,
                format_bytes(static_cast<double>(info.kv_memory_bytes), 2));
   Row row{
-      info.kv_memory_bytes, server::drive_workload_over_http(o.url, workload, o.duration_s), {}};
+      info.kv_memory_bytes, 0, server::drive_workload_over_http(o.url, workload, o.duration_s), {}};
   row.summary = serve::summarize(row.result);
   return {row};
 }
@@ -276,29 +287,40 @@ void run_bench_serve(BenchServeOptions o) {
   const std::vector<Config> configs = configs_of(o.kv, weights);
   // A configuration the model's rows cannot take is refused before anything runs.
   for (const Config& c : configs) (void)KvCache(weights.config, serve::cache_options(c.plan));
-  std::vector<uint64_t> memories;
+  std::vector<uint64_t> memories, hosts;
   for (const std::string& m : o.kv_memory) memories.push_back(parse_byte_size(m, "--kv-memory"));
+  for (const std::string& m : o.host_memory) hosts.push_back(parse_byte_size(m, "--host-memory"));
+  if (hosts.size() != 1 && hosts.size() != memories.size()) {
+    fail(ErrorCode::kInvalidArgument,
+         "--host-memory: expected one size, or one for each of the {} --kv-memory sizes; got {}",
+         memories.size(), hosts.size());
+  }
   const std::unique_ptr<Tokenizer> tokenizer = load_model_tokenizer(o.model);
   const serve::Workload workload =
       serve::make_workload(o.workload, text_tokens(text_path(o), *tokenizer), tokenizer->bos_id());
   serve::ServeOptions serving;
-  serving.host_memory_bytes = parse_byte_size(o.host_memory, "--host-memory");
   serving.chunk_tokens = o.chunk_tokens;
   serving.duration_s = o.duration_s;
   serving.quality_samples = o.quality_samples;
   const Transformer model(weights);
   std::vector<Row> rows;
-  for (const uint64_t memory : memories) {
+  for (size_t m = 0; m < memories.size(); ++m) {
+    const uint64_t memory = memories[m];
+    serving.host_memory_bytes = hosts.size() == 1 ? hosts[0] : hosts[m];
     for (const Config& c : configs) {
-      spdlog::info("bench serve: {} at {} of KV memory", c.label,
-                   format_bytes(static_cast<double>(memory), 2));
+      spdlog::info("bench serve: {} at {} of KV memory, {} of host tier", c.label,
+                   format_bytes(static_cast<double>(memory), 2),
+                   format_bytes(static_cast<double>(serving.host_memory_bytes), 2));
       serving.kv_memory_bytes = memory;
       // A fresh disk directory per run: no run starts from another's stored chunks.
       if (!o.disk.empty()) {
         serving.disk_dir = std::filesystem::path(o.disk) / ("run-" + std::to_string(rows.size()));
         std::filesystem::remove_all(serving.disk_dir);
       }
-      Row row{memory, serve::run_serving(model, c.plan, c.label, workload, serving), {}};
+      Row row{memory,
+              serving.host_memory_bytes,
+              serve::run_serving(model, c.plan, c.label, workload, serving),
+              {}};
       row.summary = serve::summarize(row.result);
       if (!serving.disk_dir.empty()) std::filesystem::remove_all(serving.disk_dir);
       rows.push_back(std::move(row));
@@ -325,7 +347,10 @@ void register_bench_serve_command(CLI::App* bench) {
   cmd->add_option("--kv-memory", o->kv_memory,
                   "KV memory of the running requests, several for a sweep (default 64MiB)")
       ->delimiter(',');
-  cmd->add_option("--host-memory", o->host_memory, "Host tier for stored prefixes (default 1GiB)");
+  cmd->add_option("--host-memory", o->host_memory,
+                  "Host tier for stored prefixes: one size, or one per --kv-memory, paired in "
+                  "order (default 1GiB)")
+      ->delimiter(',');
   cmd->add_option("--disk", o->disk, "Disk tier directory (default: none)");
   cmd->add_option("--chunk-tokens", o->chunk_tokens, "Tokens per stored chunk (default 256)");
   cmd->add_option(

@@ -33,13 +33,17 @@ TEST_F(BenchServe, EveryConfigurationServesTheSameRequests) {
   const fs::path html =
       fs::temp_directory_path() / ("kvplan_serve_" + std::to_string(::getpid()) + ".html");
   const RunResult r = run_kvplan(
-      serve("--kv int8/int8,int4/int2 --kv-memory 64KiB,1MiB --json --html " + html.string()));
+      serve("--kv int8/int8,int4/int2 --kv-memory 64KiB,1MiB --host-memory 2MiB,4MiB --json "
+            "--html " +
+            html.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["runs"].size(), 4u);
   EXPECT_EQ(j["workload"]["users"], 2);
   for (const auto& run : j["runs"]) {
     EXPECT_EQ(run["requests"].get<int>() >= 2, true);
+    // Host tiers paired with KV memories in order.
+    EXPECT_EQ(run["host_memory_bytes"], run["kv_memory_bytes"] == 1 << 20 ? 4 << 20 : 2 << 20);
     if (run["kv_memory_bytes"] == 1 << 20) {
       EXPECT_EQ(run["completed"], 4) << run["kv"];
       EXPECT_GT(run["restored_tokens"].get<int>(), 0) << run["kv"];
@@ -73,6 +77,9 @@ TEST_F(BenchServe, BadInputExitsTwo) {
   EXPECT_EQ(run_kvplan(serve("--users 0")).exit_code, 2);
   EXPECT_EQ(run_kvplan(serve("--kv /nonexistent.json")).exit_code, 2);
   EXPECT_EQ(run_kvplan(serve("--document-reuse 2")).exit_code, 2);
+  // Host tiers: one size, or one per KV memory.
+  EXPECT_EQ(run_kvplan(serve("--kv-memory 64KiB,1MiB --host-memory 1MiB,2MiB,3MiB")).exit_code, 2);
+  EXPECT_EQ(run_kvplan(serve("--host-memory plenty")).exit_code, 2);
   EXPECT_EQ(run_kvplan("-q bench kv --model " + model_ + " --kv q4_0/q4_0").exit_code, 2);
   EXPECT_EQ(
       run_kvplan("-q bench kv --model " + model_ + " --kv int4/int4 --prompt-tokens 0").exit_code,

@@ -1,14 +1,17 @@
 // attend_chunk against a naive f64 causal softmax, over several query blocks and key tiles, a chunk
-// that starts after cached tokens, sliding windows and grouped-query heads.
+// that starts after cached tokens, decode steps split over key spans, sliding windows and
+// grouped-query heads; split decode steps give the same bits for any thread count.
 #include "model/attention.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "formats/kv_pair.h"
+#include "model/transformer.h"
 
 namespace kvplan {
 namespace {
@@ -81,8 +84,42 @@ TEST(Attention, PrefillOverSeveralQueryBlocksMatchesNaiveF64) {
 
 TEST(Attention, ChunkAfterCachedTokensMatchesNaiveF64) {
   expect_matches_naive({.cached = 37, .chunk = 100});
-  expect_matches_naive({.cached = 200, .chunk = 1});  // one decode step
+  expect_matches_naive({.cached = 200, .chunk = 1});    // one decode step
   expect_matches_naive({.cached = 300, .chunk = 150});  // several key tiles and query blocks
+}
+
+TEST(Attention, DecodeOverSeveralKeySpansMatchesNaiveF64) {
+  expect_matches_naive({.cached = 511, .chunk = 1});   // the last position of one span
+  expect_matches_naive({.cached = 512, .chunk = 1});   // the first of a second
+  expect_matches_naive({.cached = 1700, .chunk = 1});  // four spans, the last partial
+  expect_matches_naive({.cached = 1300, .chunk = 1, .window = 700});  // a window across spans
+}
+
+TEST(Attention, SplitDecodeGivesTheSameBitsForAnyThreadCount) {
+  const AttentionShape shape{.n_heads = 4, .n_kv_heads = 1, .head_dim = 64};
+  const size_t total = 2000;
+  const size_t kv_width = static_cast<size_t>(shape.n_kv_heads * shape.head_dim);
+  const size_t q_width = static_cast<size_t>(shape.n_heads * shape.head_dim);
+  std::mt19937 rng(7);
+  const std::vector<float> k = random_values(rng, total * kv_width);
+  const std::vector<float> v = random_values(rng, total * kv_width);
+  const std::vector<float> q = random_values(rng, q_width);
+  LayerKvCache cache(0, {shape.n_kv_heads, shape.head_dim, 0}, /*exact=*/false,
+                     KvPair::parse("q4_0/q8_0"), QuantSettings{});
+  cache.append(k.data(), v.data(), total, kv_width);
+  cache.commit();
+  std::vector<std::vector<float>> outs;
+  const int saved = compute_threads();
+  for (int threads : {1, 2, 3}) {
+    set_compute_threads(threads);
+    std::vector<float> out(q_width);
+    attend_chunk(q.data(), q_width, 1, total - 1, cache, shape, out.data(), q_width);
+    outs.push_back(out);
+  }
+  set_compute_threads(saved);
+  for (size_t i = 1; i < outs.size(); ++i) {
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[i].data(), q_width * sizeof(float)), 0);
+  }
 }
 
 TEST(Attention, SlidingWindowSeesOnlyItsKeys) {
