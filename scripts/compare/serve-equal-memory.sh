@@ -40,7 +40,7 @@ case "${name}" in
     # 4.7 MB per chunk in bf16, 2.5 MB in q8_0, 1.3 MB with the plan (a stored chunk holds every
     # layer; 15 of 18 layers keep only 512 tokens in the running cache).
     memories="24MiB,48MiB,96MiB"
-    hosts="144MiB,288MiB,576MiB"
+    hosts="96MiB,192MiB,384MiB"
     ;;
   *) die "expected smollm2-135m or gemma3-270m, got '${name}'" ;;
 esac

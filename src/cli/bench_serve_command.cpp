@@ -177,6 +177,7 @@ void write_html(const std::string& path, const std::string& model, const std::st
     const serve::ServeSummary& s = row.summary;
     report::ServingRun run{.kv = row.result.label,
                            .kv_memory_bytes = row.kv_memory,
+                           .host_memory_bytes = row.host_memory,
                            .bytes_per_token = row.result.bytes_per_token,
                            .requests = s.requests,
                            .completed = s.completed,

@@ -55,8 +55,13 @@ std::string ttft_cdf(const std::vector<ServingRun>& runs, uint64_t memory, size_
     for (const double t : r.ttft_s) most = std::max(most, t);
   }
   if (!(most > 0)) most = 1;
-  const std::string title = fmt::format("TTFT distribution at {} of KV memory",
-                                        format_bytes(static_cast<double>(memory), 2, 3));
+  uint64_t host = 0;
+  for (const ServingRun& r : runs) {
+    if (r.kv_memory_bytes == memory) host = r.host_memory_bytes;
+  }
+  const std::string title = fmt::format(
+      "TTFT distribution at {} of KV memory{}", format_bytes(static_cast<double>(memory), 2, 3),
+      host > 0 ? fmt::format(", {} host tier", format_bytes(static_cast<double>(host), 2, 3)) : "");
   const std::string svg = render_plplot_svg(kChartSize, [&] {
     pladv(0);
     plschr(0, 0.85);
@@ -94,6 +99,10 @@ template <typename Value>
 std::string sweep(const std::vector<ServingRun>& runs, const std::vector<std::string>& labels,
                   const std::string& id, const std::string& title, const std::string& y_label,
                   Value&& value) {
+  bool host_scaled = false;
+  for (const ServingRun& r : runs) host_scaled |= r.host_memory_bytes != runs[0].host_memory_bytes;
+  const char* x_label =
+      host_scaled ? "KV memory (MiB), host tier scaled with it" : "KV memory (MiB)";
   double x_lo = 1e300, x_hi = 0, y_hi = 0;
   for (const ServingRun& r : runs) {
     const double x = static_cast<double>(r.kv_memory_bytes) / (1 << 20);
@@ -111,7 +120,7 @@ std::string sweep(const std::vector<ServingRun>& runs, const std::vector<std::st
     plwind(x_lo - pad, x_hi + pad, 0, y_hi * 1.1);
     plcol0(kForegroundColor);
     plbox("bcnstg", 0, 0, "bcnstvg", 0, 0);
-    pllab("KV memory (MiB)", y_label.c_str(), "");
+    pllab(x_label, y_label.c_str(), "");
     for (size_t s = 0; s < labels.size(); ++s) {
       std::vector<PLFLT> x, y;
       for (const ServingRun& r : runs) {
@@ -132,15 +141,19 @@ std::string sweep(const std::vector<ServingRun>& runs, const std::vector<std::st
 
 std::string table(const std::vector<ServingRun>& runs) {
   std::string h =
-      "<table><thead><tr><th>KV</th><th>KV memory</th><th>B/token</th><th>completed</th>"
+      "<table><thead><tr><th>KV</th><th>KV memory</th><th>host tier</th><th>B/token</th>"
+      "<th>completed</th>"
       "<th>TTFT p50</th><th>TTFT p95</th><th>TTFT p99</th><th>ITL</th><th>tokens/s</th>"
       "<th>computed</th><th>restored</th><th>served KL</th><th>top-1</th></tr></thead><tbody>\n";
   for (const ServingRun& r : runs) {
     h += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{:.0f}</td><td>{} / {}</td><td>{:.2f} s</td><td>{:.2f} "
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0f}</td><td>{} / {}</td><td>{:.2f} "
+        "s</td><td>{:.2f} "
         "s</td><td>{:.2f} s</td><td>{:.1f} ms</td><td>{:.2f}</td><td>{}</td><td>{}</td><td>{:.5f}"
         "</td><td>{:.1f} %</td></tr>\n",
         html_escape(r.kv), format_bytes(static_cast<double>(r.kv_memory_bytes), 2, 3),
+        r.host_memory_bytes > 0 ? format_bytes(static_cast<double>(r.host_memory_bytes), 2, 3)
+                                : std::string("-"),
         r.bytes_per_token, r.completed, r.requests, r.ttft_p50_s, r.ttft_p95_s, r.ttft_p99_s,
         1000 * r.itl_mean_s, r.decode_tokens_per_s, r.computed_tokens, r.restored_tokens,
         r.served_mean_kl, 100 * r.served_top1);

@@ -1,8 +1,8 @@
 // The HTML page of a `kvplan bench serve` run: the workload, a table of every configuration at
 // every KV memory, the TTFT distribution of each configuration as a CDF (one chart per KV memory)
 // and the memory sweep (completed requests and p95 TTFT against KV memory), drawn with PLplot like
-// the plan reports. Self-contained: inline CSS and SVG, no script; the same data give the same
-// bytes.
+// the plan reports; a sweep that scales the host tier with the KV memory says so on its axis.
+// Self-contained: inline CSS and SVG, no script; the same data give the same bytes.
 //
 //   ServingReport r{.model = "SmolLM2", .workload = "8 users x 4 rounds ...", .runs = runs};
 //   write_file_atomic("serve.html", serving_html(r));
@@ -17,6 +17,7 @@ namespace kvplan::report {
 struct ServingRun {
   std::string kv;  // the configuration's label
   uint64_t kv_memory_bytes = 0;
+  uint64_t host_memory_bytes = 0;  // the host tier for stored prefixes; 0 = not known (HTTP)
   double bytes_per_token = 0;
   int requests = 0, completed = 0;
   double ttft_p50_s = 0, ttft_p95_s = 0, ttft_p99_s = 0, itl_mean_s = 0;

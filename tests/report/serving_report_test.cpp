@@ -1,7 +1,9 @@
 // The bench serve page: a table row per run, a TTFT CDF per KV memory, the sweep charts when
-// there are several memories, escaped labels, and the same bytes for the same data.
+// there are several memories, escaped labels, the host tier when the sweep scales it, and the
+// same bytes for the same data.
 #include "report/serving_report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -46,6 +48,26 @@ TEST(ServingReport, TableChartsAndTheSameBytes) {
   one.runs.resize(2);  // one memory: no sweep
   EXPECT_EQ(count(serving_html(one), "<svg"), 1u);
   EXPECT_THROW(serving_html({}), Error);
+}
+
+// Text as PLplot's SVG writes it: every character as a hexadecimal entity.
+std::string svg_text(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += fmt::format("&#x{:x};", static_cast<unsigned char>(c));
+  return out;
+}
+
+TEST(ServingReport, AHostTierScaledWithTheKvMemoryIsShown) {
+  const std::string axis = svg_text("KV memory (MiB), host tier scaled with it");
+  ServingReport r = sample();
+  EXPECT_EQ(serving_html(r).find(axis), std::string::npos);
+  EXPECT_NE(serving_html(r).find(svg_text("KV memory (MiB)")), std::string::npos);
+  for (ServingRun& run : r.runs) run.host_memory_bytes = 8 * run.kv_memory_bytes;
+  const std::string html = serving_html(r);
+  EXPECT_NE(html.find("TTFT distribution at 1.00 MiB of KV memory, 8.00 MiB host tier"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>32.0 MiB</td>"), std::string::npos);
+  EXPECT_NE(html.find(axis), std::string::npos);
 }
 
 }  // namespace
