@@ -10,6 +10,8 @@
 #                                                           # fail when a plan drifted (see below)
 #   scripts/ci/regenerate-references.sh --reports-only      # only report.html / report.md, from the
 #                                                           # committed profile and plan (seconds)
+#   scripts/ci/regenerate-references.sh --check --keep DIR  # also keep what --check regenerated, in
+#                                                           # DIR/<model>/ (to diff or inspect)
 #
 # --check fails (exit 1) when a regenerated plan differs from the committed one beyond the
 # tolerance of scripts/ci/compare-plans.py: every layer's key and value formats identical, and every
@@ -33,16 +35,22 @@ readonly kl_tolerance=0.001
 # Memory table of every reference report (also the command's defaults).
 readonly report_flags=(--gpu-memory 80GiB --context 4096,32768,131072)
 
-only="" check=0 reports_only=0
+only="" check=0 reports_only=0 keep=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --only) only="${2:?--only needs a model: stories260k, smollm2-135m or gemma3-270m}"; shift 2 ;;
     --check) check=1; shift ;;
     --reports-only) reports_only=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --keep) keep="${2:?--keep needs a folder}"; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "regenerate-references: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+if [[ -n "${keep}" && ${check} -eq 0 ]]; then
+  echo "regenerate-references: --keep ${keep}: only with --check (without it the plans are written" \
+    "to data/reference/)" >&2
+  exit 2
+fi
 case "${only}" in
   ""|stories260k|smollm2-135m|gemma3-270m) ;;
   *) echo "regenerate-references: --only ${only}: expected stories260k, smollm2-135m or" \
@@ -154,6 +162,10 @@ for name in stories260k smollm2-135m gemma3-270m; do
       scripts/ci/compare-plans.py --kl-tolerance "${kl_tolerance}" "${compare_flags[@]}" \
         "${dir}/$(basename "${plan}")" "${plan}" || status=1
     done
+    if [[ -n "${keep}" ]]; then
+      mkdir -p "${keep}/${name}"
+      cp "${tmp}"/*.json "${keep}/${name}/"
+    fi
     rm -rf "${tmp}"
   fi
   echo "== ${name}: $((SECONDS - start)) s"
