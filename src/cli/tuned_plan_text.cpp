@@ -37,12 +37,20 @@ void print_text(const pipeline::TunedPlan& tuned, const std::string& output) {
       static_cast<size_t>(pv.exact_front_states.value_or(0)), out.loop.exact.seconds,
       static_cast<size_t>(pv.nsga2_front_points.value_or(0)), 100 * out.nsga_exact_coverage);
   std::printf(
-      "            %d rounds, %zu evaluations on selection, %zu on report; rank "
+      "            %d round%s, %zu evaluations on selection, %zu on report; rank "
       "correlation predicted/measured %s\n",
-      out.loop.rounds, static_cast<size_t>(pv.selection_evaluations.value_or(0)),
+      out.loop.rounds, out.loop.rounds == 1 ? "" : "s",
+      static_cast<size_t>(pv.selection_evaluations.value_or(0)),
       static_cast<size_t>(pv.report_evaluations.value_or(0)),
       std::isfinite(out.rank_correlation) ? fmt::format("{:.2f}", out.rank_correlation).c_str()
                                           : "n/a");
+  for (const search::ValidationRound& r : out.loop.round_log) {
+    std::printf(
+        "            round %d: %d measured, best %.6f; refit ranks them held out at %s; %s\n",
+        r.round, r.measured, r.best_measured,
+        std::isfinite(r.held_out_rank) ? fmt::format("{:.2f}", r.held_out_rank).c_str() : "n/a",
+        r.next.c_str());
+  }
   if (!out.cluster_note.empty()) std::printf("clustering  %s\n", out.cluster_note.c_str());
   std::printf("\n%-22s %7s %9s %11s %8s  %-34s\n", "uniform baseline", "bits", "B/token", "mean KL",
               "top-1", "plan - baseline KL [95% CI]");
@@ -62,6 +70,12 @@ void print_text(const pipeline::TunedPlan& tuned, const std::string& output) {
   if (q.best_uniform) {
     std::printf("\nbest uniform within the budget: %s, mean KL %.6f; plan / best = %.3f\n",
                 q.best_uniform->kv.c_str(), q.best_uniform->mean_kl, q.best_uniform->ratio);
+  }
+  if (q.rank_correlation_on_report) {
+    std::printf(
+        "surrogate ranks the plan and the measured baselines on the report text at %.2f "
+        "(Spearman)\n",
+        *q.rank_correlation_on_report);
   }
   if (q.long_context) {
     std::printf("\nlong context (report text as one stream, %s as baseline):\n",

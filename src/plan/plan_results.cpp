@@ -57,6 +57,7 @@ PlanQuality read_quality(const JsonFields& q) {
   if (const auto s = q.optional_object("selection")) r.selection = read_text(*s);
   r.selection_mean_kl = q.optional_number("selection_mean_kl");
   r.rank_correlation = q.optional_number("rank_correlation_predicted_measured");
+  r.rank_correlation_on_report = q.optional_number("rank_correlation_on_report");
   if (const auto b = q.optional_object("best_uniform")) {
     r.best_uniform =
         BestUniform{b->string("kv"), b->number("mean_kl"),
@@ -99,6 +100,7 @@ json quality_json(const PlanQuality& q) {
         q.rank_correlation ? json(*q.rank_correlation) : json();
   }
   put(j, "selection_mean_kl", q.selection_mean_kl);
+  put(j, "rank_correlation_on_report", q.rank_correlation_on_report);
   if (q.best_uniform) {
     const BestUniform& b = *q.best_uniform;
     j["best_uniform"] = {{"kv", b.kv},
@@ -271,6 +273,16 @@ SearchProvenance read_provenance(const JsonFields& p) {
            e.number("mean_kl")});
     }
   }
+  if (const auto rounds = p.optional_array("rounds")) {
+    for (size_t i = 0; i < rounds->size(); ++i) {
+      const JsonFields e = rounds->element(i);
+      r.rounds.push_back(
+          {static_cast<int>(e.integer("round", 1, std::numeric_limits<int>::max())),
+           static_cast<int>(e.integer("measured", 0, std::numeric_limits<int>::max())),
+           e.number("best_mean_kl"), e.optional_number("held_out_rank_correlation"),
+           e.optional_string("next").value_or("")});
+    }
+  }
   if (const auto u = p.optional_array("uniform_not_measured_on_report")) {
     r.uniform_not_measured_on_report = read_baselines(*u);
   }
@@ -341,6 +353,18 @@ json provenance_to_json(const SearchProvenance& p) {
     validations.push_back(std::move(e));
   }
   j["validations"] = validations;
+  if (!p.rounds.empty()) {
+    json rounds = json::array();
+    for (const ValidationRoundRecord& v : p.rounds) {
+      rounds.push_back({{"round", v.round},
+                        {"measured", v.measured},
+                        {"best_mean_kl", v.best_mean_kl},
+                        {"held_out_rank_correlation",
+                         v.held_out_rank_correlation ? json(*v.held_out_rank_correlation) : json()},
+                        {"next", v.next}});
+    }
+    j["rounds"] = rounds;
+  }
   j["uniform_not_measured_on_report"] = baselines_json(p.uniform_not_measured_on_report);
   j["surrogate_weights"] = p.surrogate_weights;
   put(j, "surrogate_interaction", p.surrogate_interaction);

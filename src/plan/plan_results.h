@@ -64,6 +64,9 @@ struct PlanQuality {
   std::optional<double> selection_mean_kl{};
   // Spearman over the validated plans; written with `selection` (null when undefined).
   std::optional<double> rank_correlation{};
+  // Spearman of the final surrogate's predictions against the report text's mean KL, over the
+  // plan and every uniform baseline measured there (absent in plans written before it was).
+  std::optional<double> rank_correlation_on_report{};
   std::optional<BestUniform> best_uniform{};
   std::optional<LongContextQuality> long_context{};
 };
@@ -91,6 +94,15 @@ struct ValidatedPlan {
   int round = 0;
   std::string plan;  // "searched" or "uniform X"
   double memory = 0, predicted_error = 0, mean_kl = 0;
+};
+
+// One round of the validation loop (search/validation_loop.h).
+struct ValidationRoundRecord {
+  int round = 0;
+  int measured = 0;                                   // real evaluations in the round
+  double best_mean_kl = 0;                            // the lowest measured after it (selection)
+  std::optional<double> held_out_rank_correlation{};  // of the refit after it; null: undefined
+  std::string next;                                   // why the loop went on or stopped
 };
 
 struct ProfileRecord {
@@ -121,6 +133,7 @@ struct SearchProvenance {
   std::optional<int64_t> dbscan_min_samples{};
   std::vector<SearchGroupRecord> groups{};
   std::vector<ValidatedPlan> validations{};
+  std::vector<ValidationRoundRecord> rounds{};  // empty in plans written before it was
   std::vector<UniformBaseline> uniform_not_measured_on_report{};
   std::vector<double> surrogate_weights{};  // per layer; empty when not recorded
   std::optional<double> surrogate_interaction{};

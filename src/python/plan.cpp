@@ -134,6 +134,9 @@ void bind_plan(nb::module_& m) {
       .def_ro("chosen_as", &PlanQuality::chosen_as)
       .def_ro("selection_mean_kl", &PlanQuality::selection_mean_kl)
       .def_ro("rank_correlation", &PlanQuality::rank_correlation)
+      .def_ro("rank_correlation_on_report", &PlanQuality::rank_correlation_on_report,
+              "The surrogate's ranking of the plan and the measured baselines on the report text "
+              "(Spearman); None in plans written before it was recorded.")
       .def_ro("best_uniform", &PlanQuality::best_uniform);
   nb::class_<UniformBaseline>(m, "UniformBaseline", "A uniform K/V pair beside the plan.")
       .def_ro("kv", &UniformBaseline::kv)

@@ -272,6 +272,13 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
                format_significant(*q.rank_correlation, 3));
     }
   }
+  if (q.rank_correlation_on_report) {
+    add_fact(vf, "rank correlation on the report text (plan and measured baselines)",
+             format_significant(*q.rank_correlation_on_report, 3));
+  }
+  if (!plan.results.provenance.rounds.empty()) {
+    add_fact(vf, "validation loop", plan.results.provenance.rounds.back().next);
+  }
   if (q.long_context) {
     d.long_context_baseline = q.long_context->baseline;
     d.long_context = q.long_context->rows;

@@ -174,6 +174,22 @@ SearchOutcome choose_plan(const SearchInputs& in) {
     }
   }
 
+  // Does the surrogate rank what the report text measures? The final refit's prediction of the
+  // plan and of every measured uniform baseline against their mean KL there.
+  {
+    std::vector<double> predicted, measured;
+    if (chosen.name.empty()) {
+      predicted.push_back(predict(out.loop.surrogate, layer_errors(space, chosen.assignment)));
+      measured.push_back(out.plan_report.mean_kl);
+    }
+    for (const BaselineResult& b : out.baselines) {
+      if (!b.measured) continue;
+      predicted.push_back(predict(out.loop.surrogate, b.config.layer_errors));
+      measured.push_back(b.report.mean_kl);
+    }
+    out.rank_correlation_on_report = spearman_rank_correlation(predicted, measured);
+  }
+
   // The plan and the best uniform baseline at long contexts.
   if (out.best_baseline && in.report.long_context != nullptr &&
       !in.report.long_context->contexts().empty()) {

@@ -79,15 +79,18 @@ struct BaselineResult {
 };
 
 struct SearchOutcome {
-  SearchSpace space;           // the space searched (its layers priced, its groups used)
-  std::string structure;       // the engine's structure taken (--engine); empty for kvplan's own
-  std::string cluster_note;    // what clustering costs against the exact front
-  ValidationLoopResult loop;   // rounds, every plan measured on SELECTION, the chosen one
+  SearchSpace space;          // the space searched (its layers priced, its groups used)
+  std::string structure;      // the engine's structure taken (--engine); empty for kvplan's own
+  std::string cluster_note;   // what clustering costs against the exact front
+  ValidationLoopResult loop;  // rounds, every plan measured on SELECTION, the chosen one
   HeldOutKl::Result plan_report;
   std::vector<BaselineResult> baselines;  // every uniform configuration, by predicted error
   std::optional<size_t> best_baseline;    // the measured one with the least mean KL on REPORT
   double rank_correlation = 0;            // Spearman, predicted vs measured (selection)
-  double nsga_exact_coverage = 0;         // fraction of the exact front an unseeded NSGA-II finds
+  // Spearman of the final surrogate's predictions against the report text's mean KL over the plan
+  // and the measured uniform baselines; NaN with fewer than 2 of them.
+  double rank_correlation_on_report = 0;
+  double nsga_exact_coverage = 0;  // fraction of the exact front an unseeded NSGA-II finds
   // The plan (mean_kl[0]) and the best measured uniform baseline (mean_kl[1]) at long contexts.
   std::vector<LongContextKl::Row> long_context;
   // Every real evaluation, by configuration (one pair per layer).

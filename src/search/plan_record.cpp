@@ -42,6 +42,9 @@ PlanQuality quality_of(const SearchInputs& in, const SearchOutcome& out) {
   quality.selection = measured_text(in.selection);
   quality.selection_mean_kl = out.on_selection.at(chosen.assignment.pairs).mean_kl;
   if (std::isfinite(out.rank_correlation)) quality.rank_correlation = out.rank_correlation;
+  if (std::isfinite(out.rank_correlation_on_report)) {
+    quality.rank_correlation_on_report = out.rank_correlation_on_report;
+  }
   if (!out.best_baseline) return quality;
   const BaselineResult& best = out.baselines[*out.best_baseline];
   quality.best_uniform = BestUniform{best.config.pair.name(), best.report.mean_kl,
@@ -158,6 +161,11 @@ void record_provenance(const SearchInputs& in, const SearchOutcome& out, Plan& p
   for (const MeasuredPlan& m : out.loop.measured) {
     pv.validations.push_back({m.round, m.name.empty() ? "searched" : m.name, m.assignment.memory,
                               m.assignment.predicted_error, m.measured});
+  }
+  for (const ValidationRound& r : out.loop.round_log) {
+    pv.rounds.push_back(
+        {r.round, r.measured, r.best_measured,
+         std::isfinite(r.held_out_rank) ? std::optional(r.held_out_rank) : std::nullopt, r.next});
   }
   pv.surrogate_weights = out.loop.surrogate.weights;
   pv.surrogate_interaction = out.loop.surrogate.interaction;

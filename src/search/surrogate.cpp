@@ -1,11 +1,13 @@
 #include "search/surrogate.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <Eigen/Dense>
 
 #include "core/error.h"
 #include "plan/plan_results.h"
+#include "search/paired_stats.h"
 
 namespace kvplan::search {
 
@@ -61,6 +63,21 @@ SurrogateModel fit_surrogate(const std::vector<Validation>& validations, size_t 
 
 double predict(const SurrogateModel& model, const std::vector<double>& layer_errors) {
   return surrogate_prediction(model.weights, model.interaction, layer_errors);
+}
+
+double held_out_rank_correlation(const std::vector<Validation>& validations, size_t n_layers,
+                                 const SurrogateFitOptions& options) {
+  if (validations.size() < 3) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> predicted, measured;
+  std::vector<Validation> others;
+  for (size_t k = 0; k < validations.size(); ++k) {
+    others.assign(validations.begin(), validations.end());
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(k));
+    const SurrogateModel fit = fit_surrogate(others, n_layers, options);
+    predicted.push_back(predict(fit, validations[k].layer_errors));
+    measured.push_back(validations[k].measured);
+  }
+  return spearman_rank_correlation(predicted, measured);
 }
 
 }  // namespace kvplan::search

@@ -45,4 +45,12 @@ SurrogateModel fit_surrogate(const std::vector<Validation>& validations, size_t 
 
 double predict(const SurrogateModel& model, const std::vector<double>& layer_errors);
 
+// How well refits rank plans they were not fit on: each validation is predicted by a refit on all
+// the others (leave-one-out), and the Spearman rank correlation of those predictions with the
+// measured errors is returned. Leave-one-out rather than a split in halves: a round has 5-8
+// validations, and every one of them is then both fitted and held out. NaN for fewer than 3
+// validations, or when the held-out predictions or the measurements are all equal (no ranking).
+double held_out_rank_correlation(const std::vector<Validation>& validations, size_t n_layers,
+                                 const SurrogateFitOptions& options = {});
+
 }  // namespace kvplan::search

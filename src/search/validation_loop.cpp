@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
@@ -10,14 +11,21 @@
 namespace kvplan::search {
 
 void ValidationLoopOptions::validate() const {
-  if (max_rounds < 1 || plans_per_round < 1 || max_evaluations < 1) {
+  if (max_rounds < 1 || plans_per_round < 1 || max_evaluations < 1 ||
+      min_validations_for_rank < 3) {
     fail(ErrorCode::kInvalidArgument,
-         "validation loop: rounds {}, plans per round {} and evaluations {} must all be >= 1",
-         max_rounds, plans_per_round, max_evaluations);
+         "validation loop: rounds {}, plans per round {} and evaluations {} must all be >= 1, "
+         "validations to judge a refit's ranking {} >= 3",
+         max_rounds, plans_per_round, max_evaluations, min_validations_for_rank);
   }
   if (!(min_improvement >= 0)) {
     fail(ErrorCode::kInvalidArgument, "validation loop: min improvement {} must be >= 0",
          min_improvement);
+  }
+  if (!(min_held_out_rank >= -1 && min_held_out_rank <= 1)) {
+    fail(ErrorCode::kInvalidArgument,
+         "validation loop: min held-out rank correlation {} must be within [-1, 1]",
+         min_held_out_rank);
   }
 }
 
@@ -75,6 +83,7 @@ ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& 
       return a.predicted_error < b.predicted_error;
     });
     int measured_now = 0;
+    const size_t measured_before = result.measured.size();
     const auto budget_left = [&] {
       return static_cast<int>(result.measured.size()) < options.max_evaluations;
     };
@@ -93,8 +102,12 @@ ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& 
                      a.memory, a.predicted_error, y);
       }
     }
+    // After round 1 the surrogate is fitted to measured errors, so its prediction can be held
+    // against the best one measured: a plan predicted no better is not worth an evaluation.
+    const double worth_measuring_below = best * (1 - options.min_improvement);
     for (const Assignment& a : order) {
       if (measured_now == options.plans_per_round || !budget_left()) break;
+      if (round > 1 && !(a.predicted_error < worth_measuring_below)) break;
       if (!measured_choices.insert(a.choice).second) continue;
       const double y = measure(a.pairs);
       result.measured.push_back({a, "", y, round});
@@ -110,7 +123,38 @@ ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& 
     const bool improved = round == 1 || new_best < best * (1 - options.min_improvement);
     best = std::min(round == 1 ? new_best : best, new_best);
     result.surrogate = fit_surrogate(validations, space.layers.size(), options.fit);
-    if (!improved || measured_now == 0 || !budget_left()) break;
+    ValidationRound log{round, static_cast<int>(result.measured.size() - measured_before), best,
+                        held_out_rank_correlation(validations, space.layers.size(), options.fit),
+                        ""};
+    const bool judged = static_cast<int>(validations.size()) >= options.min_validations_for_rank;
+    const bool ranks = !judged || !(log.held_out_rank < options.min_held_out_rank);  // NaN: none
+    bool go_on = false;
+    if (measured_now == 0) {
+      log.next = round == 1 ? "stopped: no searched plan to measure"
+                            : fmt::format(
+                                  "stopped: no unmeasured plan is predicted below the best "
+                                  "measured error by {:g} %",
+                                  100 * options.min_improvement);
+    } else if (!improved) {
+      log.next = fmt::format("stopped: the best measured error improved by less than {:g} %",
+                             100 * options.min_improvement);
+    } else if (!budget_left()) {
+      log.next = fmt::format("stopped: the {} evaluations are spent", options.max_evaluations);
+    } else if (round == options.max_rounds) {
+      log.next = fmt::format("stopped: {} rounds", options.max_rounds);
+    } else if (!ranks) {
+      log.next = fmt::format(
+          "stopped: the refit ranks the measured plans held out at {:.2f} < "
+          "{:g}, not trusted to choose plans",
+          log.held_out_rank, options.min_held_out_rank);
+    } else {
+      log.next = "next round with the refit";
+      go_on = true;
+    }
+    spdlog::info("round {}: held-out rank correlation of the refit {:.2f}; {}", round,
+                 log.held_out_rank, log.next);
+    result.round_log.push_back(std::move(log));
+    if (!go_on) break;
   }
   result.chosen = *std::min_element(
       result.measured.begin(), result.measured.end(),

@@ -5,6 +5,15 @@
 // evaluation budget is spent. Extra plans (e.g. the best uniform configurations) are measured in
 // the first round and compete on equal terms: the chosen plan is the lowest measured error.
 //
+// A refit earns the next round only when it ranks: held out one at a time, its predictions of the
+// plans already measured must rank them with a Spearman correlation of at least
+// `min_held_out_rank` (surrogate.h, held_out_rank_correlation), judged once there are
+// `min_validations_for_rank` validations. After round 1 a plan is measured
+// only when the refit predicts it beats the best measured error by `min_improvement`: a refit is
+// fitted to the measured scale, and a plan it predicts to be worse is not worth a real
+// evaluation. (In the committed references every one of the 21 plans round 2 measured before these
+// rules was predicted no better than round 1's best and measured worse than it.)
+//
 //   ValidationLoopResult r = run_validation_loop(space, nsga2_options, measure_kl, loop_options,
 //   extra); r.chosen;  // the validated plan with the lowest measured error within the budget
 #pragma once
@@ -21,9 +30,13 @@ namespace kvplan::search {
 
 struct ValidationLoopOptions {
   int max_rounds = 4;
-  int plans_per_round = 3;        // lowest predicted error first, never the same plan twice
-  int max_evaluations = 12;       // real evaluations in all (extra plans included)
-  double min_improvement = 0.01;  // stop when the best measured error improves by less (relative)
+  int plans_per_round = 3;         // lowest predicted error first, never the same plan twice
+  int max_evaluations = 12;        // real evaluations in all (extra plans included)
+  double min_improvement = 0.01;   // stop when the best measured error improves by less (relative)
+  double min_held_out_rank = 0.6;  // a refit ranking its validations worse is not used
+  // ... once there are this many validations: Spearman over 3 or 4 points is one swap of two
+  // near-tied plans away from 0.5 (a noise-free refit that would find a better plan was refused).
+  int min_validations_for_rank = 5;
   SurrogateFitOptions fit;
 
   void validate() const;
@@ -48,6 +61,15 @@ struct MeasuredPlan {
   int round = 0;
 };
 
+// One round of the loop: what it measured and what its refit was worth.
+struct ValidationRound {
+  int round = 0;
+  int measured = 0;          // real evaluations this round (extra plans included)
+  double best_measured = 0;  // the lowest measured error after this round
+  double held_out_rank = 0;  // of the refit after this round; NaN if it could not be computed
+  std::string next;          // why the loop went on or stopped after this round
+};
+
 struct ValidationLoopResult {
   MeasuredPlan chosen;
   std::vector<MeasuredPlan> measured;  // every real evaluation, in order
@@ -55,7 +77,8 @@ struct ValidationLoopResult {
   ExactFront exact;                    // the last round's exact front (additive surrogate)
   SearchResult nsga;                   // the last round's NSGA-II front (corrected surrogate)
   int rounds = 0;
-  unsigned search_evaluations = 0;  // surrogate evaluations over all rounds
+  std::vector<ValidationRound> round_log;  // one per round, in order
+  unsigned search_evaluations = 0;         // surrogate evaluations over all rounds
 };
 
 // Per-layer sensitivities of an assignment, the surrogate's features.

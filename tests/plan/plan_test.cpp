@@ -198,6 +198,36 @@ TEST(Plan, Fp8ScalesRoundTripAreCheckedAndPinTheFingerprint) {
 namespace kvplan {
 namespace {
 
+// The validation loop's rounds and the report text's rank correlation are written and read back;
+// a malformed round names its field.
+TEST(Plan, ValidationRoundsRoundTripAndAreChecked) {
+  Plan p = small_plan();
+  p.results.quality.rank_correlation_on_report = 0.97;
+  p.results.provenance.rounds = {{1, 5, 0.0162, 0.7, "next round with the refit"},
+                                 {2, 0, 0.0162, std::nullopt,
+                                  "stopped: no unmeasured plan is predicted below the best "
+                                  "measured error by 1 %"}};
+  const nlohmann::json j = plan_to_json(p);
+  EXPECT_EQ(j["quality"]["rank_correlation_on_report"], 0.97);
+  EXPECT_TRUE(j["provenance"]["rounds"][1]["held_out_rank_correlation"].is_null());
+  const Plan back = plan_from_json(j, "plan.json");
+  ASSERT_EQ(back.results.provenance.rounds.size(), 2u);
+  EXPECT_EQ(back.results.provenance.rounds[0].held_out_rank_correlation, 0.7);
+  EXPECT_FALSE(back.results.provenance.rounds[1].held_out_rank_correlation);
+  EXPECT_EQ(back.results.provenance.rounds[1].next, p.results.provenance.rounds[1].next);
+  EXPECT_EQ(plan_to_json(back), j);
+  // Plans written before the fields existed have neither, and write neither.
+  const nlohmann::json old = plan_to_json(small_plan());
+  EXPECT_FALSE(old["provenance"].contains("rounds"));
+  EXPECT_FALSE(old["quality"].contains("rank_correlation_on_report"));
+  nlohmann::json bad = j;
+  bad["provenance"]["rounds"][0]["measured"] = -1;
+  EXPECT_NE(expect_error(bad).find(
+                "plan.json: field 'provenance.rounds[0].measured': expected an integer in 0.."),
+            std::string::npos)
+      << expect_error(bad);
+}
+
 // Every committed reference plan reads into the typed results and writes back byte for byte:
 // the typed sections carry everything `kvplan search` wrote.
 TEST(Plan, CommittedPlansRoundTripByteForByte) {

@@ -1,5 +1,6 @@
 #include "search/validation_loop.h"
 
+#include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -84,6 +85,75 @@ TEST(ValidationLoop, RefitsFindABetterPlanThanTheFirstRound) {
   EXPECT_LE(r.exact.points.back().memory, 4.0 + 1e-9);
 }
 
+// After round 1 the loop measures only plans its refit predicts below the best measured error by
+// min_improvement, and says per round why it went on or stopped.
+TEST(ValidationLoop, LaterRoundsMeasureOnlyPlansPredictedToImprove) {
+  for (const uint32_t seed : {3u, 9u, 15u, 21u}) {
+    HiddenModel model = make_model(seed);
+    Nsga2Options search;
+    search.generations = 60;
+    ValidationLoopOptions loop;
+    loop.max_rounds = 4;
+    const ValidationLoopResult r = run_validation_loop(model.space, search, std::ref(model), loop);
+    ASSERT_EQ(r.round_log.size(), static_cast<size_t>(r.rounds)) << "seed " << seed;
+    double best_before = 1e300;
+    int round = 1;
+    for (const MeasuredPlan& m : r.measured) {
+      if (m.round != round) {
+        best_before = r.round_log[static_cast<size_t>(round - 1)].best_measured;
+        round = m.round;
+      }
+      if (m.round > 1) {
+        EXPECT_LT(m.assignment.predicted_error, best_before * (1 - loop.min_improvement))
+            << "seed " << seed << " round " << m.round;
+      }
+    }
+    int validations = 0;
+    for (size_t i = 0; i < r.round_log.size(); ++i) {
+      const ValidationRound& log = r.round_log[i];
+      validations += log.measured;
+      EXPECT_EQ(log.round, static_cast<int>(i) + 1);
+      const bool last = i + 1 == r.round_log.size();
+      EXPECT_EQ(log.next.starts_with("stopped: "), last) << log.next;
+      // A round that goes on has a refit that ranks, where there are enough validations to say.
+      if (!last && validations >= loop.min_validations_for_rank) {
+        EXPECT_GE(log.held_out_rank, loop.min_held_out_rank);
+      }
+    }
+    EXPECT_EQ(validations, static_cast<int>(r.measured.size()));
+  }
+}
+
+// Real errors unrelated to the profile's layer errors: no refit can rank them, and the loop does
+// not let one choose plans.
+TEST(ValidationLoop, ARefitThatDoesNotRankHeldOutPlansIsNotUsed) {
+  HiddenModel model = make_model(15);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> noise(1.0, 2.0);
+  int calls = 0;
+  const MeasureFn measure = [&](const std::vector<KvPair>&) {
+    ++calls;
+    return noise(rng);
+  };
+  Nsga2Options search;
+  search.generations = 40;
+  ValidationLoopOptions loop;
+  loop.plans_per_round = 6;
+  loop.max_evaluations = 20;
+  loop.min_improvement = 0;
+  const ValidationLoopResult r = run_validation_loop(model.space, search, measure, loop);
+  ASSERT_EQ(r.rounds, 1);
+  ASSERT_EQ(r.round_log.size(), 1u);
+  EXPECT_LT(r.round_log[0].held_out_rank, loop.min_held_out_rank);
+  EXPECT_TRUE(r.round_log[0].next.starts_with("stopped: the refit ranks")) << r.round_log[0].next;
+  EXPECT_EQ(calls, 6);
+  // With the check off (any correlation accepted) the same loop goes on.
+  rng.seed(7);
+  loop.min_held_out_rank = -1;
+  const ValidationLoopResult on = run_validation_loop(model.space, search, measure, loop);
+  EXPECT_GT(on.rounds, 1);
+}
+
 TEST(ValidationLoop, DeterministicAndBudgetChecked) {
   HiddenModel a = make_model(4), b = make_model(4);
   Nsga2Options search;
@@ -99,6 +169,9 @@ TEST(ValidationLoop, DeterministicAndBudgetChecked) {
   ValidationLoopOptions bad;
   bad.plans_per_round = 0;
   EXPECT_THROW(bad.validate(), Error);
+  ValidationLoopOptions bad_rank;
+  bad_rank.min_held_out_rank = 1.5;
+  EXPECT_THROW(bad_rank.validate(), Error);
 }
 
 TEST(ValidationLoop, AnExtraPlanThatMeasuresBestIsChosen) {
