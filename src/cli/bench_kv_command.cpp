@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
-#include "core/format_bytes.h"
 #include "cli/commands.h"
 #include "cli/kv_flags.h"
 #include "core/error.h"
+#include "core/format_bytes.h"
 #include "core/json_text.h"
 #include "model/load_tokenizer.h"
 #include "model/model_weights.h"
@@ -40,10 +40,10 @@ struct Config {
   KvCacheOptions options;
 };
 
-std::vector<Config> configs_of(const ResolvedKv& kv) {
+std::vector<Config> configs_of(const ResolvedKv& kv, const KvGeometry& geometry) {
   std::vector<Config> out;
   for (const KvChoice& c : kv.choices) {
-    KvCacheOptions options = KvCacheOptions::per_layer(c.pairs, kv.settings);
+    KvCacheOptions options = KvCacheOptions::of_config(c.pairs, geometry, kv.settings);
     if (kv.plan && c.label.starts_with("plan:")) {
       for (const PlanLayer& l : kv.plan->layers) options.fp8_scales.push_back(l.fp8_scales);
     }
@@ -104,11 +104,12 @@ void print_text(const std::string& model, const std::string& text, const BenchKv
               "res/est");
   for (const ConfigResult& r : results) {
     for (const serve::KvMemoryRow& m : r.memory) {
-      std::printf(
-          "%-24s %9lld %12s %12s %12s %9.3f\n", r.label.c_str(), static_cast<long long>(m.tokens),
-          format_bytes(static_cast<double>(m.estimate_bytes), 2).c_str(),
-          format_bytes(static_cast<double>(m.held_bytes), 2).c_str(),
-          format_bytes(static_cast<double>(m.resident_bytes), 2).c_str(), resident_over_estimate(m));
+      std::printf("%-24s %9lld %12s %12s %12s %9.3f\n", r.label.c_str(),
+                  static_cast<long long>(m.tokens),
+                  format_bytes(static_cast<double>(m.estimate_bytes), 2).c_str(),
+                  format_bytes(static_cast<double>(m.held_bytes), 2).c_str(),
+                  format_bytes(static_cast<double>(m.resident_bytes), 2).c_str(),
+                  resident_over_estimate(m));
     }
   }
   const serve::KvSpeedRow& first = results.front().speed;
@@ -155,7 +156,7 @@ void run_bench_kv(const BenchKvOptions& o) {
   set_compute_threads(o.threads);
   const ResolvedKv kv =
       resolve_kv_flags(o.kv, kv_geometry(weights.config), weights.config.source, QuantSettings{});
-  const std::vector<Config> configs = configs_of(kv);
+  const std::vector<Config> configs = configs_of(kv, kv_geometry(weights.config));
   if (configs.empty()) fail(ErrorCode::kInvalidArgument, "--kv or --plan: nothing to measure");
   // A configuration the model's rows cannot take is refused before anything runs.
   for (const Config& c : configs) (void)KvCache(weights.config, c.options);

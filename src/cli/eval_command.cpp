@@ -97,8 +97,9 @@ KvCacheOptions kv_options(const EvalCommandOptions& o, const ModelConfig& config
   const QuantSettings& settings = resolved.settings;
   std::vector<KvPair> pairs =
       resolved.choices.empty() ? std::vector<KvPair>{} : resolved.choices.front().pairs;
-  KvCacheOptions kv = pairs.empty() ? KvCacheOptions::exact_kv()
-                                    : KvCacheOptions::per_layer(std::move(pairs), settings);
+  KvCacheOptions kv = pairs.empty()
+                          ? KvCacheOptions::exact_kv()
+                          : KvCacheOptions::of_config(pairs, kv_geometry(config), settings);
   kv.chunk_attends_quantized = !o.exact_chunk;
   // A plan carries its FP8 layers' calibrated per-head scales; --kv/--k-format have none (1).
   if (resolved.plan && !kv.exact) kv.fp8_scales = resolved.plan->fp8_scales();

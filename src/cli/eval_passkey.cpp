@@ -32,7 +32,8 @@ std::vector<Config> configs_of(const PasskeyRequest& r, const ModelConfig& confi
   const ResolvedKv resolved = resolve_kv_flags(r.kv, kv_geometry(config), config.source, {});
   std::vector<Config> out{{"exact", KvCacheOptions::exact_kv()}};
   for (const KvChoice& choice : resolved.choices) {
-    KvCacheOptions kv = KvCacheOptions::per_layer(choice.pairs, resolved.settings);
+    KvCacheOptions kv =
+        KvCacheOptions::of_config(choice.pairs, kv_geometry(config), resolved.settings);
     kv.chunk_attends_quantized = !r.exact_chunk;
     if (resolved.plan && choice.label.starts_with("plan:"))
       kv.fp8_scales = resolved.plan->fp8_scales();

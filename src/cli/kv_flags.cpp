@@ -56,7 +56,7 @@ ResolvedKv resolve_kv_flags(const KvFlags& flags, const KvGeometry& geometry,
     check_plan_matches(*out.plan, geometry, model_source);
     out.settings = out.plan->quantization;
     out.choices.push_back(
-        {"plan:" + std::filesystem::path(plan_path).filename().string(), out.plan->pairs()});
+        {"plan:" + std::filesystem::path(plan_path).filename().string(), out.plan->kv_config()});
   }
   if (!flags.k_format.empty() || !flags.v_format.empty()) {
     if (flags.k_format.empty() || flags.v_format.empty()) {

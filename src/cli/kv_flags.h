@@ -35,8 +35,9 @@ struct KvFlags {
 void add_kv_flags(CLI::App* cmd, KvFlags& flags, bool several_pairs, bool with_block_size = false);
 
 struct KvChoice {
-  std::string label;          // "K8V4", "q8_0/q4_0", "plan:plan.json"
-  std::vector<KvPair> pairs;  // one per layer
+  std::string label;  // "K8V4", "q8_0/q4_0", "plan:plan.json"
+  // One pair per layer, or for a per-KV-head plan one per KV head (Plan::kv_config).
+  std::vector<KvPair> pairs;
 };
 
 struct ResolvedKv {

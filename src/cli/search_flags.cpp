@@ -64,6 +64,13 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
   cmd->add_option("--long-context-tokens", f.long_context_tokens,
                   "Tokens run per long context and configuration (default 8192; 0: no "
                   "long-context measurement)");
+  cmd->add_flag("--per-head", f.per_head,
+                "Give each KV head of a layer its own key and value formats (a per-KV-head plan, "
+                "schema kvplan.plan/v3; needs a profile with per-head o_mse)");
+  cmd->add_option("--compare-plan", f.compare_plans,
+                  "A plan.json of the same model and settings measured on the report text beside "
+                  "the chosen plan, with a paired interval (repeatable; e.g. the per-layer plan "
+                  "of the same budget)");
   cmd->add_flag("--allow-overlap", f.allow_overlap,
                 "Accept calibration, selection and report texts that share samples or runs of "
                 "64 bytes");
@@ -134,6 +141,13 @@ search::SearchOptions search_options(const SearchFlags& f) {
   o.loop.plans_per_round = f.plans_per_round;
   o.loop.max_evaluations = f.max_evaluations;
   o.loop.validate();
+  if (f.per_head) {
+    if (o.metric != SensitivityMetric::kDkl) {
+      fail(ErrorCode::kInvalidArgument,
+           "--per-head takes --metric dkl (a head's share of o_mse apportions dKL; e_o has none)");
+    }
+    o.granularity = KvGranularity::kHead;
+  }
   return o;
 }
 
@@ -163,6 +177,7 @@ pipeline::SearchRequest search_request_from_flags(const SearchFlags& f) {
              .windows_per_sample = f.windows_per_sample,
              .allow_overlap = f.allow_overlap};
   r.long_context = {.contexts = f.long_contexts, .tokens_per_context = f.long_context_tokens};
+  for (const std::string& p : f.compare_plans) r.compare_plans.emplace_back(p);
   r.stamp = {.tool_version = KVPLAN_VERSION, .created = utc_timestamp()};
   return r;
 }

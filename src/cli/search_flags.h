@@ -36,6 +36,8 @@ struct SearchFlags {
   std::vector<int> long_contexts = {256, 2048, 8192};
   int64_t long_context_tokens = 8192;  // per context and configuration; 0 = no long-context KL
   bool allow_overlap = false;
+  bool per_head = false;                   // each KV head of a layer takes its own pair
+  std::vector<std::string> compare_plans;  // measured on the report text beside the plan
 };
 
 void add_search_flags(CLI::App* cmd, SearchFlags& flags);

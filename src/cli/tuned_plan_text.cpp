@@ -21,7 +21,15 @@ void print_text(const pipeline::TunedPlan& tuned, const std::string& output) {
   const SearchProvenance& pv = plan.results.provenance;
   std::printf("plan        %s (budget: %s)\n", output.c_str(), pv.budget.c_str());
   std::printf("layers      ");
-  for (const PlanLayer& l : plan.layers) std::printf("%s ", l.pair.name().c_str());
+  for (const PlanLayer& l : plan.layers) {
+    if (!l.per_head()) {
+      std::printf("%s ", l.pair.name().c_str());
+      continue;
+    }
+    std::string heads;  // a per-head layer: its heads' pairs in brackets
+    for (const KvPair& p : l.heads) heads += (heads.empty() ? "" : ",") + p.name();
+    std::printf("[%s] ", heads.c_str());
+  }
   std::printf(
       "\nmemory      %.0f B/token, %.3f effective bits (%.3f nominal), %.2fx less than bf16\n",
       s.bytes_per_token, s.effective_bits, s.equivalent_bits, s.compression_ratio);
@@ -70,6 +78,12 @@ void print_text(const pipeline::TunedPlan& tuned, const std::string& output) {
   if (q.best_uniform) {
     std::printf("\nbest uniform within the budget: %s, mean KL %.6f; plan / best = %.3f\n",
                 q.best_uniform->kv.c_str(), q.best_uniform->mean_kl, q.best_uniform->ratio);
+  }
+  for (const ComparedPlan& c : q.compared_plans) {
+    std::printf("against %s (%s, %.0f B/token): mean KL %.6f; plan - it %+.6f [%+.6f, %+.6f] %s\n",
+                c.source.c_str(), c.granularity.c_str(), c.bytes_per_token, c.mean_kl,
+                c.difference.plan_minus_baseline, c.difference.low, c.difference.high,
+                c.difference.verdict.c_str());
   }
   if (q.rank_correlation_on_report) {
     std::printf(

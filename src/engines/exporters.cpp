@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "plan/layer_ranges.h"
@@ -40,6 +41,35 @@ std::vector<std::string> describe_losses(const std::vector<ExportLoss>& losses) 
   }
   return lines;
 }
+
+namespace {
+
+// What an engine of one format per layer loses on a per-KV-head plan's layers: each side whose
+// heads differ runs its layer's widest head format (PlanLayer::pair) on every head.
+std::vector<ExportLoss> per_head_losses(const Plan& plan, const EngineSpec& engine) {
+  std::vector<ExportLoss> losses;
+  for (const PlanLayer& l : plan.layers) {
+    for (const bool keys : {true, false}) {
+      std::vector<std::string> names;
+      bool differ = false;
+      for (const KvPair& p : l.heads) {
+        const Format f = keys ? p.key : p.value;
+        names.push_back(f.name());
+        differ = differ || f != (keys ? l.heads.front().key : l.heads.front().value);
+      }
+      if (!differ) continue;
+      losses.push_back({l.index, keys ? "key" : "value",
+                        fmt::format("per KV head {}", fmt::join(names, ",")),
+                        (keys ? l.pair.key : l.pair.value).name(),
+                        fmt::format("{} takes one format per layer: every head gets the widest "
+                                    "of its heads' (more memory, no head less precise)",
+                                    engine.display)});
+    }
+  }
+  return losses;
+}
+
+}  // namespace
 
 PlanExport export_plan(const Plan& plan, EngineId id) {
   const EngineSpec& engine = engine_spec(id);
@@ -75,7 +105,11 @@ PlanExport export_plan(const Plan& plan, EngineId id) {
       {EngineId::kTrtllm, export_trtllm},     {EngineId::kModelopt, export_modelopt},
       {EngineId::kHf, export_kvtuner_yaml}};
   for (const auto& [engine_id, exporter] : kExporters) {
-    if (engine_id == id) return exporter(plan);
+    if (engine_id != id) continue;
+    PlanExport e = exporter(plan);
+    const std::vector<ExportLoss> heads = per_head_losses(plan, engine);
+    e.losses.insert(e.losses.begin(), heads.begin(), heads.end());
+    return e;
   }
   fail(ErrorCode::kInternal, "no exporter for {}", engine.name);
 }

@@ -54,4 +54,26 @@ void check_fp8_scales(const KvHeadScales& scales, const KvPair& pair, int n_kv_h
   check_side(scales.value, pair.value, n_kv_heads, where, "value");
 }
 
+KvHeadScales fp8_scales_for_heads(const std::vector<KvPair>& head_pairs,
+                                  const KvHeadAbsmax& absmax) {
+  const auto side = [&](bool keys) {
+    const std::vector<float>& maxima = keys ? absmax.key : absmax.value;
+    std::vector<float> out;
+    for (size_t h = 0; h < head_pairs.size(); ++h) {
+      const Format f = keys ? head_pairs[h].key : head_pairs[h].value;
+      if (!f.has_tensor_scale()) continue;
+      if (maxima.size() != head_pairs.size()) {
+        fail(ErrorCode::kInvalidArgument,
+             "format {} needs per-head FP8 scales, but {} KV head maxima were calibrated for {} "
+             "heads",
+             f.name(), maxima.size(), head_pairs.size());
+      }
+      out.resize(head_pairs.size(), 1.0f);
+      out[h] = fp8_scale_for_absmax(f, maxima[h]);
+    }
+    return out;
+  };
+  return {side(true), side(false)};
+}
+
 }  // namespace kvplan

@@ -45,6 +45,10 @@ std::vector<float> fp8_head_scales(Format format, const std::vector<float>& absm
 // The scales a layer takes with `pair`: fp8_scale_for_absmax per head on its FP8 sides, empty
 // sides otherwise. Throws Error(kInvalidArgument) when an FP8 side has no absmax to calibrate from.
 KvHeadScales fp8_scales_for(const KvPair& pair, const KvHeadAbsmax& absmax);
+// A layer whose KV heads take different pairs (per-KV-head plans): each head's scale for its own
+// formats, 1 on heads whose format keeps none; a side no head scales stays empty.
+KvHeadScales fp8_scales_for_heads(const std::vector<KvPair>& head_pairs,
+                                  const KvHeadAbsmax& absmax);
 
 // Checks scales read from a file or given by a caller: each non-empty side belongs to an FP8
 // format and holds n_kv_heads finite positive values. Throws Error(kInvalidArgument) naming

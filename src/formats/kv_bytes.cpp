@@ -49,6 +49,24 @@ LayerTokenBytes layer_bytes_per_token(const KvLayerGeometry& layer, const KvPair
   return bytes;
 }
 
+LayerTokenBytes layer_heads_bytes_per_token(const KvLayerGeometry& layer,
+                                            std::span<const KvPair> head_pairs,
+                                            const QuantSettings& settings, int layer_index) {
+  if (head_pairs.size() != static_cast<size_t>(layer.n_kv_heads)) {
+    fail(ErrorCode::kInvalidArgument, "layer {}: {} KV head pairs, the layer has {} KV heads",
+         layer_index, head_pairs.size(), layer.n_kv_heads);
+  }
+  KvLayerGeometry one = layer;
+  one.n_kv_heads = 1;
+  LayerTokenBytes sum;
+  for (const KvPair& pair : head_pairs) {
+    const LayerTokenBytes b = layer_bytes_per_token(one, pair, settings, layer_index);
+    sum.key += b.key;
+    sum.value += b.value;
+  }
+  return sum;
+}
+
 uint64_t layer_kv_bytes(const KvLayerGeometry& layer, const KvPair& pair,
                         const QuantSettings& settings, int64_t tokens, int layer_index) {
   if (tokens < 0) fail(ErrorCode::kInvalidArgument, "token count {}: expected >= 0", tokens);
@@ -86,29 +104,66 @@ double kv_values_per_token(const KvGeometry& geometry) {
   return values;
 }
 
+namespace {
+
+// Calls fn(geometry, pair, layer index) for each layer of a configuration with one pair per layer,
+// or for each KV head (as a layer of one head: its pages hold exactly that head's bytes) of one
+// with a pair per KV head.
+template <typename Fn>
+void for_each_config_entry(const KvGeometry& geometry, std::span<const KvPair> pairs, Fn&& fn) {
+  if (pairs.size() == geometry.layers.size()) {
+    for (size_t l = 0; l < pairs.size(); ++l) fn(geometry.layers[l], pairs[l], static_cast<int>(l));
+    return;
+  }
+  if (pairs.size() != static_cast<size_t>(geometry.n_kv_heads_total())) {
+    fail(ErrorCode::kInvalidArgument,
+         "{} formats given for a model with {} layers ({} KV heads): expected one per layer or "
+         "one per KV head",
+         pairs.size(), geometry.layers.size(), geometry.n_kv_heads_total());
+  }
+  size_t next = 0;
+  for (size_t l = 0; l < geometry.layers.size(); ++l) {
+    KvLayerGeometry one = geometry.layers[l];
+    one.n_kv_heads = 1;
+    for (int h = 0; h < geometry.layers[l].n_kv_heads; ++h) {
+      fn(one, pairs[next++], static_cast<int>(l));
+    }
+  }
+}
+
+}  // namespace
+
 uint64_t kv_cache_bytes(const KvGeometry& geometry, std::span<const KvPair> pairs,
                         const QuantSettings& settings, int64_t tokens, int64_t sequences) {
-  if (pairs.size() != geometry.layers.size()) {
-    fail(ErrorCode::kInvalidArgument, "{} layer formats given for a model with {} layers",
-         pairs.size(), geometry.layers.size());
-  }
   if (sequences < 0) fail(ErrorCode::kInvalidArgument, "sequences {}: expected >= 0", sequences);
   uint64_t per_sequence = 0;
-  for (size_t l = 0; l < pairs.size(); ++l) {
-    per_sequence +=
-        layer_kv_bytes(geometry.layers[l], pairs[l], settings, tokens, static_cast<int>(l));
-  }
+  for_each_config_entry(geometry, pairs, [&](const KvLayerGeometry& g, const KvPair& p, int l) {
+    per_sequence += layer_kv_bytes(g, p, settings, tokens, l);
+  });
   return per_sequence * static_cast<uint64_t>(sequences);
 }
 
 double kv_bytes_per_token(const KvGeometry& geometry, std::span<const KvPair> pairs,
                           const QuantSettings& settings) {
   double total = 0;
-  for (size_t l = 0; l < pairs.size() && l < geometry.layers.size(); ++l) {
-    total +=
-        layer_bytes_per_token(geometry.layers[l], pairs[l], settings, static_cast<int>(l)).total();
-  }
+  for_each_config_entry(geometry, pairs, [&](const KvLayerGeometry& g, const KvPair& p, int l) {
+    total += layer_bytes_per_token(g, p, settings, l).total();
+  });
   return total;
+}
+
+double kv_equivalent_bits(const KvGeometry& geometry, std::span<const KvPair> pairs) {
+  if (geometry.layers.empty()) return 0;
+  // Per layer its pair's bits (or its heads' mean), then the mean over layers: KVTuner's.
+  std::vector<double> layer_bits(geometry.layers.size(), 0.0);
+  for_each_config_entry(geometry, pairs, [&](const KvLayerGeometry& g, const KvPair& p, int l) {
+    const int heads = geometry.layers[static_cast<size_t>(l)].n_kv_heads;
+    layer_bits[static_cast<size_t>(l)] +=
+        g.n_kv_heads == heads ? p.nominal_bits(g.head_dim) : p.nominal_bits(g.head_dim) / heads;
+  });
+  double bits = 0;
+  for (const double b : layer_bits) bits += b;
+  return bits / static_cast<double>(geometry.layers.size());
 }
 
 int64_t max_tokens_that_fit(const KvGeometry& geometry, std::span<const KvPair> pairs,

@@ -32,21 +32,32 @@ struct LayerTokenBytes {
 LayerTokenBytes layer_bytes_per_token(const KvLayerGeometry& layer, const KvPair& pair,
                                       const QuantSettings& settings, int layer_index);
 
+// The same for a layer whose KV heads take different pairs (per-KV-head plans): the sum of each
+// head's bytes, one pair per KV head in `head_pairs`.
+LayerTokenBytes layer_heads_bytes_per_token(const KvLayerGeometry& layer,
+                                            std::span<const KvPair> head_pairs,
+                                            const QuantSettings& settings, int layer_index);
+
 // Exact bytes one sequence of `tokens` tokens keeps in this layer: the sliding window caps the
 // tokens kept, pages round the count up to block_size, and kivi's residual tokens are bf16.
 uint64_t layer_kv_bytes(const KvLayerGeometry& layer, const KvPair& pair,
                         const QuantSettings& settings, int64_t tokens, int layer_index);
 
-// Sum over layers, times `sequences`. `pairs` has one entry per layer.
+// Sum over layers, times `sequences`. `pairs` is a KV configuration: one pair per layer, or one per
+// KV head (layer-major; per-KV-head plans). Error(kInvalidArgument) for any other count.
 uint64_t kv_cache_bytes(const KvGeometry& geometry, std::span<const KvPair> pairs,
                         const QuantSettings& settings, int64_t tokens, int64_t sequences);
 
 // K and V values per token summed over layers: effective bits = 8 * bytes / values.
 double kv_values_per_token(const KvGeometry& geometry);
 
-// Steady-state bytes per token summed over layers (windows ignored).
+// Steady-state bytes per token summed over layers (windows ignored); `pairs` as kv_cache_bytes.
 double kv_bytes_per_token(const KvGeometry& geometry, std::span<const KvPair> pairs,
                           const QuantSettings& settings);
+
+// KVTuner's equivalent bits of a configuration (as kv_cache_bytes takes it): nominal bits averaged
+// over every K and V value.
+double kv_equivalent_bits(const KvGeometry& geometry, std::span<const KvPair> pairs);
 
 // The largest context per sequence such that `sequences` sequences fit in `available_bytes`
 // (0 if not even one token fits). Capped at `max_tokens`.

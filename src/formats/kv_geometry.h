@@ -26,6 +26,12 @@ struct KvGeometry {
     return {std::move(name), std::vector<KvLayerGeometry>(n_layers, {n_kv_heads, head_dim, 0})};
   }
   [[nodiscard]] int n_layers() const { return static_cast<int>(layers.size()); }
+  // KV heads over every layer: the entries of a per-KV-head configuration.
+  [[nodiscard]] int n_kv_heads_total() const {
+    int n = 0;
+    for (const KvLayerGeometry& l : layers) n += l.n_kv_heads;
+    return n;
+  }
 };
 
 // The model a profile or a plan is for: its identity, and the KV geometry its bytes are counted

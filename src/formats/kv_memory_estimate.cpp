@@ -15,9 +15,7 @@ KvMemoryEstimate estimate_kv_memory(const KvGeometry& geometry, std::span<const 
 
   KvMemoryEstimate e;
   e.bytes_per_token = kv_bytes_per_token(geometry, pairs, settings);
-  double bits = 0;
-  for (int l = 0; l < n; ++l) bits += pairs[l].nominal_bits(geometry.layers[l].head_dim);
-  e.equivalent_bits = bits / n;
+  e.equivalent_bits = kv_equivalent_bits(geometry, pairs);
   for (const int64_t t : question.contexts) {
     e.contexts.push_back(
         {.context = t,

@@ -34,6 +34,7 @@ struct QuantSettings {
   void round_block_to_group();
   // Throws Error(kInvalidArgument) naming the field for out-of-range values.
   void validate() const;
+  bool operator==(const QuantSettings&) const = default;
 };
 
 // Whether a layer with `pair` runs KIVI's scheme: the plan's mode is kivi, or its key format is a

@@ -86,8 +86,10 @@ void attend_chunk(const float* q, size_t q_stride, size_t n, size_t pos0, const 
   // block shares each row's unrotation among its 64 x group query rows, so prefill keeps the
   // row-domain reads, and with them the bits eval, profile and search measure.
   const bool rotated_domain = decode;
-  const int key_span = rotated_domain ? cache.rotation_span(KvSide::kKey) : 0;
-  const int value_span = rotated_domain ? cache.rotation_span(KvSide::kValue) : 0;
+  // Per KV head: a per-head layer's heads may take formats of different rotations.
+  const auto span_of = [&](KvSide side, int g) {
+    return rotated_domain ? cache.rotation_span(side, g) : 0;
+  };
   // Split decode spans' partial results, [kv head * splits + span]; merged after the tasks.
   std::vector<PartialSoftmax> partials(splits > 1 ? static_cast<size_t>(tasks) : 0);
 
@@ -95,6 +97,7 @@ void attend_chunk(const float* q, size_t q_stride, size_t n, size_t pos0, const 
   // read rotated) divided by their softmax sums.
   const auto write_rows = [&](int g, Eigen::Index b0, Eigen::Index rows, Mat& sums,
                               const std::vector<float>& softmax_sums) {
+    const int value_span = span_of(KvSide::kValue, g);
     for (Eigen::Index i = 0; i < rows * group; ++i) {
       const int h = g * group + static_cast<int>(i / rows);
       float* dst = out + static_cast<size_t>(b0 + i % rows) * out_stride +
@@ -115,6 +118,8 @@ void attend_chunk(const float* q, size_t q_stride, size_t n, size_t pos0, const 
     const Eigen::Index R =
         rows * group;  // row i: query head g * group + i / rows, position i % rows
     TileBuffers& b = thread_buffers();
+    const int key_span = span_of(KvSide::kKey, g);
+    const int value_span = span_of(KvSide::kValue, g);
     b.queries.resize(R, hd);
     for (Eigen::Index i = 0; i < R; ++i) {
       const int h = g * group + static_cast<int>(i / rows);

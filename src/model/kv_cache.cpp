@@ -66,27 +66,177 @@ KvCacheOptions KvCacheOptions::per_layer(std::vector<KvPair> pairs, const QuantS
   return o;
 }
 
+KvCacheOptions KvCacheOptions::per_head(const std::vector<std::vector<KvPair>>& heads,
+                                        const QuantSettings& settings) {
+  KvCacheOptions o;
+  o.exact = false;
+  o.settings = settings;
+  bool any_differ = false;
+  for (const std::vector<KvPair>& layer : heads) {
+    if (layer.empty()) fail(ErrorCode::kInvalidArgument, "KV cache: a layer with no KV head pairs");
+    o.pairs.push_back(layer.front());
+    const bool differ =
+        std::any_of(layer.begin(), layer.end(), [&](const KvPair& p) { return p != layer[0]; });
+    o.head_pairs.push_back(differ ? layer : std::vector<KvPair>{});
+    any_differ |= differ;
+  }
+  if (!any_differ) o.head_pairs.clear();
+  return o;
+}
+
+KvCacheOptions KvCacheOptions::of_config(const std::vector<KvPair>& pairs,
+                                         const KvGeometry& geometry,
+                                         const QuantSettings& settings) {
+  const size_t n_layers = geometry.layers.size();
+  if (pairs.size() == n_layers) return per_layer(pairs, settings);
+  if (pairs.size() != static_cast<size_t>(geometry.n_kv_heads_total())) {
+    fail(ErrorCode::kInvalidArgument,
+         "a KV configuration of {} pairs: expected one per layer ({}) or one per KV head ({})",
+         pairs.size(), n_layers, geometry.n_kv_heads_total());
+  }
+  std::vector<std::vector<KvPair>> heads;
+  auto next = pairs.begin();
+  for (const KvLayerGeometry& l : geometry.layers) {
+    heads.emplace_back(next, next + l.n_kv_heads);
+    next += l.n_kv_heads;
+  }
+  return per_head(heads, settings);
+}
+
+std::vector<KvPair> KvCacheOptions::config(const KvGeometry& geometry) const {
+  if (head_pairs.empty()) return pairs;
+  std::vector<KvPair> out;
+  for (int l = 0; l < geometry.n_layers(); ++l) {
+    const std::vector<KvPair> heads =
+        layer_head_pairs(l, geometry.layers[static_cast<size_t>(l)].n_kv_heads);
+    out.insert(out.end(), heads.begin(), heads.end());
+  }
+  return out;
+}
+
+std::vector<KvPair> KvCacheOptions::layer_head_pairs(int l, int n_kv_heads) const {
+  const size_t L = static_cast<size_t>(l);
+  if (L < head_pairs.size() && !head_pairs[L].empty()) return head_pairs[L];
+  return std::vector<KvPair>(static_cast<size_t>(n_kv_heads), pairs.at(L));
+}
+
 std::string KvCacheOptions::describe() const {
   if (exact) return "exact";
   if (pairs.empty()) return "none";
   const bool uniform =
       std::all_of(pairs.begin(), pairs.end(), [&](const KvPair& p) { return p == pairs[0]; });
+  if (!head_pairs.empty()) return fmt::format("mixed per KV head ({} layers)", pairs.size());
   return uniform ? pairs[0].name() : fmt::format("mixed ({} layers)", pairs.size());
 }
+
+namespace {
+
+// Runs of consecutive equal pairs: [first head, pair] each.
+std::vector<std::pair<int, KvPair>> head_runs(const std::vector<KvPair>& head_pairs) {
+  std::vector<std::pair<int, KvPair>> runs;
+  for (size_t h = 0; h < head_pairs.size(); ++h) {
+    if (runs.empty() || runs.back().second != head_pairs[h]) {
+      runs.emplace_back(static_cast<int>(h), head_pairs[h]);
+    }
+  }
+  return runs;
+}
+
+std::vector<float> scales_of_heads(const std::vector<float>& scales, int first, int n) {
+  if (scales.empty()) return {};
+  return {scales.begin() + first, scales.begin() + first + n};
+}
+
+}  // namespace
 
 LayerKvCache::LayerKvCache(int layer, const KvLayerGeometry& geometry, bool exact, KvPair pair,
                            const QuantSettings& settings, KvHeadScales fp8_scales)
     : layer_(layer),
       exact_(exact),
-      window_(geometry.sliding_window),
-      pages_(checked_pages(layer, geometry, exact, pair, settings, std::move(fp8_scales))),
-      kivi_(!exact && layer_runs_kivi(pair, settings)) {}
+      n_kv_heads_(geometry.n_kv_heads),
+      head_dim_(geometry.head_dim),
+      window_(geometry.sliding_window) {
+  runs_.push_back({0,
+                   checked_pages(layer, geometry, exact, pair, settings, std::move(fp8_scales)),
+                   !exact && layer_runs_kivi(pair, settings),
+                   0,
+                   {},
+                   {}});
+}
+
+LayerKvCache::LayerKvCache(int layer, const KvLayerGeometry& geometry,
+                           const std::vector<KvPair>& head_pairs, const QuantSettings& settings,
+                           KvHeadScales fp8_scales)
+    : layer_(layer),
+      exact_(false),
+      n_kv_heads_(geometry.n_kv_heads),
+      head_dim_(geometry.head_dim),
+      window_(geometry.sliding_window) {
+  if (head_pairs.size() != static_cast<size_t>(geometry.n_kv_heads)) {
+    fail(ErrorCode::kInvalidArgument, "layer {}: {} KV head pairs given, the layer has {} KV heads",
+         layer, head_pairs.size(), geometry.n_kv_heads);
+  }
+  const std::vector<std::pair<int, KvPair>> runs = head_runs(head_pairs);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const auto& [first, pair] = runs[r];
+    const int end = r + 1 < runs.size() ? runs[r + 1].first : geometry.n_kv_heads;
+    KvLayerGeometry run_geometry = geometry;
+    run_geometry.n_kv_heads = end - first;
+    // The layer's scales are per KV head; a run takes its heads' for the sides it scales.
+    const auto run_side = [&](const std::vector<float>& scales, Format format) {
+      if (scales.empty() || !format.has_tensor_scale()) return std::vector<float>{};
+      if (scales.size() != static_cast<size_t>(geometry.n_kv_heads)) {
+        fail(ErrorCode::kInvalidArgument, "layer {}: {} FP8 scales, expected one per KV head ({})",
+             layer, scales.size(), geometry.n_kv_heads);
+      }
+      return scales_of_heads(scales, first, end - first);
+    };
+    const KvHeadScales scales{run_side(fp8_scales.key, pair.key),
+                              run_side(fp8_scales.value, pair.value)};
+    runs_.push_back({first,
+                     checked_pages(layer, run_geometry, false, pair, settings, scales),
+                     layer_runs_kivi(pair, settings),
+                     0,
+                     {},
+                     {}});
+  }
+}
+
+const LayerKvCache::HeadRun& LayerKvCache::run_of(int head) const {
+  for (size_t r = runs_.size(); r-- > 0;) {
+    if (head >= runs_[r].first_head) return runs_[r];
+  }
+  fail(ErrorCode::kInternal, "layer {}: no KV head {}", layer_, head);
+}
+
+void LayerKvCache::require_one_pair(const char* call) const {
+  if (per_head()) {
+    fail(ErrorCode::kUnimplemented,
+         "layer {}: {}: its KV heads take {} different pairs; pages per run of heads are the "
+         "harness's only (the runtime does not move per-head pages yet)",
+         layer_, call, runs_.size());
+  }
+}
+
+const KvPageLayout& LayerKvCache::layout() const {
+  require_one_pair("layout()");
+  return runs_.front().pages;
+}
+
+size_t LayerKvCache::read_scratch_floats() const {
+  size_t most = 0;
+  for (const HeadRun& r : runs_) most = std::max(most, r.pages.unpack_scratch_floats());
+  return most;
+}
 
 void LayerKvCache::clear() {
-  n_tokens_ = n_committed_ = 0;
+  n_tokens_ = staging_first_ = 0;
   first_held_page_ = 0;
-  k_pages_.clear();
-  v_pages_.clear();
+  for (HeadRun& r : runs_) {
+    r.n_committed = 0;
+    r.k_pages.clear();
+    r.v_pages.clear();
+  }
   k_staging_.clear();
   v_staging_.clear();
 }
@@ -110,16 +260,21 @@ void LayerKvCache::append(const float* k, const float* v, size_t n, size_t row_s
 }
 
 void LayerKvCache::commit() {
-  size_t due = n_tokens_ - n_committed_;
-  if (kivi_) {
-    const size_t window = pages_.settings().residual_length;
-    due -= due % window;  // whole windows; the rest stays exact in staging
+  for (HeadRun& r : runs_) {
+    size_t due = n_tokens_ - r.n_committed;
+    if (r.kivi) {
+      const size_t window = r.pages.settings().residual_length;
+      due -= due % window;  // whole windows; the rest stays exact in staging
+    }
+    if (due > 0) pack_into_pages(r, due);
   }
-  if (due == 0) return;
-  pack_into_pages(n_committed_, due);
+  size_t committed = n_tokens_;
+  for (const HeadRun& r : runs_) committed = std::min(committed, r.n_committed);
+  const size_t done = committed - staging_first_;
+  if (done == 0) return;
   const size_t width = row_floats();
   for (std::vector<float>* staging : {&k_staging_, &v_staging_}) {
-    staging->erase(staging->begin(), staging->begin() + static_cast<std::ptrdiff_t>(due * width));
+    staging->erase(staging->begin(), staging->begin() + static_cast<std::ptrdiff_t>(done * width));
     // A long prefill's rows are gone once packed: give their memory back, so that what the cache
     // holds is its pages (and at most KIVI's residual window).
     if (staging->empty()) {
@@ -128,43 +283,49 @@ void LayerKvCache::commit() {
       staging->shrink_to_fit();
     }
   }
-  n_committed_ += due;
+  staging_first_ = committed;
 }
 
-void LayerKvCache::ensure_pages(size_t tokens) {
+void LayerKvCache::ensure_pages(HeadRun& run, size_t tokens) const {
   const size_t needed = (tokens + block() - 1) / block();
-  while (k_pages_.size() < needed) {
+  while (run.k_pages.size() < needed) {
     // Not zeroed: a page's bytes are written before they are read, and untouched memory stays
     // unresident until then.
-    k_pages_.push_back(std::make_unique_for_overwrite<uint8_t[]>(pages_.page_bytes(KvSide::kKey)));
-    v_pages_.push_back(
-        std::make_unique_for_overwrite<uint8_t[]>(pages_.page_bytes(KvSide::kValue)));
+    run.k_pages.push_back(
+        std::make_unique_for_overwrite<uint8_t[]>(run.pages.page_bytes(KvSide::kKey)));
+    run.v_pages.push_back(
+        std::make_unique_for_overwrite<uint8_t[]>(run.pages.page_bytes(KvSide::kValue)));
   }
 }
 
-// Packs staged tokens [first, first + n) (first == n_committed_) into their pages, page by page:
-// windows and pages both start at multiples of group_size, so per-channel keys get whole groups.
-void LayerKvCache::pack_into_pages(size_t first, size_t n) {
-  ensure_pages(first + n);
+// Packs the run's next `n` staged tokens into their pages, page by page: windows and pages both
+// start at multiples of group_size, so per-channel keys get whole groups.
+void LayerKvCache::pack_into_pages(HeadRun& run, size_t n) {
+  const size_t first = run.n_committed;
+  ensure_pages(run, first + n);
   const size_t width = row_floats();
+  const size_t head0 = static_cast<size_t>(run.first_head) * static_cast<size_t>(head_dim());
   for (size_t t = first; t < first + n;) {
     const size_t p = t / block();
     const size_t end = std::min(first + n, (p + 1) * block());
-    const size_t row = t - first;
-    pages_.pack_tokens(KvSide::kKey, k_pages_[p].get(), t - p * block(), end - t,
-                       k_staging_.data() + row * width, width);
-    pages_.pack_tokens(KvSide::kValue, v_pages_[p].get(), t - p * block(), end - t,
-                       v_staging_.data() + row * width, width);
+    const size_t row = t - staging_first_;
+    run.pages.pack_tokens(KvSide::kKey, run.k_pages[p].get(), t - p * block(), end - t,
+                          k_staging_.data() + row * width + head0, width);
+    run.pages.pack_tokens(KvSide::kValue, run.v_pages[p].get(), t - p * block(), end - t,
+                          v_staging_.data() + row * width + head0, width);
     t = end;
   }
+  run.n_committed += n;
 }
 
 void LayerKvCache::free_pages_before(size_t token) {
-  // Only committed pages wholly behind `token` go; staging is never behind a window.
-  const size_t last = std::min(token, n_committed_) / block();
+  // Only pages every run has committed wholly behind `token` go; staging is never behind a window.
+  const size_t last = std::min(token, n_committed()) / block();
   for (; first_held_page_ < last; ++first_held_page_) {
-    k_pages_[first_held_page_].reset();
-    v_pages_[first_held_page_].reset();
+    for (HeadRun& r : runs_) {
+      r.k_pages[first_held_page_].reset();
+      r.v_pages[first_held_page_].reset();
+    }
   }
 }
 
@@ -174,34 +335,41 @@ void LayerKvCache::read(KvSide side, int head, size_t first, size_t n, float* ou
     fail(ErrorCode::kInternal, "layer {}: read of tokens [{}, {}) outside the held [{}, {})",
          layer_, first, first + n, first_held_token(), n_tokens_);
   }
+  const HeadRun& run = run_of(head);
+  const auto& pages = side == KvSide::kKey ? run.k_pages : run.v_pages;
   const size_t dim = static_cast<size_t>(head_dim());
   size_t t = first;
-  for (; t < first + n && t < n_committed_;) {
+  for (; t < first + n && t < run.n_committed;) {
     const size_t p = t / block();
-    const size_t end = std::min({first + n, n_committed_, (p + 1) * block()});
-    pages_.unpack_head(side, page(side, p), head, t - p * block(), end - t, out + (t - first) * dim,
-                       scratch, rotated_domain);
+    const size_t end = std::min({first + n, run.n_committed, (p + 1) * block()});
+    run.pages.unpack_head(side, pages[p].get(), head - run.first_head, t - p * block(), end - t,
+                          out + (t - first) * dim, scratch, rotated_domain);
     t = end;
   }
   const std::vector<float>& staging = side == KvSide::kKey ? k_staging_ : v_staging_;
   const size_t width = row_floats();
-  const int span = rotated_domain ? rotation_span(side) : 0;
+  const int span = rotated_domain ? run.pages.rotation_span(side) : 0;
   for (; t < first + n; ++t) {
     float* row = out + (t - first) * dim;
-    std::memcpy(row, staging.data() + (t - n_committed_) * width + static_cast<size_t>(head) * dim,
+    std::memcpy(row,
+                staging.data() + (t - staging_first_) * width + static_cast<size_t>(head) * dim,
                 dim * sizeof(float));
     if (span > 0) hadamard_transform_spans(row, head_dim(), span);
   }
 }
 
 size_t LayerKvCache::bytes_held() const {
-  const size_t held_pages = k_pages_.size() - first_held_page_;
-  return held_pages * (pages_.page_bytes(KvSide::kKey) + pages_.page_bytes(KvSide::kValue)) +
-         (k_staging_.capacity() + v_staging_.capacity()) * sizeof(float);
+  size_t bytes = (k_staging_.capacity() + v_staging_.capacity()) * sizeof(float);
+  for (const HeadRun& r : runs_) {
+    const size_t held_pages = r.k_pages.size() - first_held_page_;
+    bytes += held_pages * (r.pages.page_bytes(KvSide::kKey) + r.pages.page_bytes(KvSide::kValue));
+  }
+  return bytes;
 }
 
 const uint8_t* LayerKvCache::page(KvSide side, size_t p) const {
-  const auto& pages = side == KvSide::kKey ? k_pages_ : v_pages_;
+  require_one_pair("page()");
+  const auto& pages = side == KvSide::kKey ? runs_.front().k_pages : runs_.front().v_pages;
   if (p >= pages.size() || !pages[p]) {
     fail(ErrorCode::kInternal, "layer {}: page {} is not held", layer_, p);
   }
@@ -213,17 +381,20 @@ uint8_t* LayerKvCache::page(KvSide side, size_t p) {
 }
 
 void LayerKvCache::adopt_committed(size_t n) {
+  require_one_pair("adopt_committed()");
+  HeadRun& run = runs_.front();
   if (n_tokens_ != 0) {
     fail(ErrorCode::kInternal, "layer {}: a prefix is adopted by an empty cache, this one holds {}",
          layer_, n_tokens_);
   }
-  if (n % block() != 0 || (kivi_ && n % pages_.settings().residual_length != 0)) {
+  if (n % block() != 0 || (run.kivi && n % run.pages.settings().residual_length != 0)) {
     fail(ErrorCode::kInvalidArgument,
          "layer {}: an adopted prefix of {} tokens is not whole pages of {}{}", layer_, n, block(),
-         kivi_ ? fmt::format(" and KIVI windows of {}", pages_.settings().residual_length) : "");
+         run.kivi ? fmt::format(" and KIVI windows of {}", run.pages.settings().residual_length)
+                  : "");
   }
-  ensure_pages(n);
-  n_tokens_ = n_committed_ = n;
+  ensure_pages(run, n);
+  n_tokens_ = staging_first_ = run.n_committed = n;
 }
 
 KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options) : options_(options) {
@@ -236,14 +407,24 @@ KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options) : opt
     fail(ErrorCode::kInvalidArgument, "KV cache: FP8 scales for {} layers, the model has {} layers",
          options.fp8_scales.size(), config.n_layers);
   }
+  if (!options.exact && !options.head_pairs.empty() &&
+      options.head_pairs.size() != static_cast<size_t>(config.n_layers)) {
+    fail(ErrorCode::kInvalidArgument,
+         "KV cache: KV head pairs for {} layers, the model has {} layers",
+         options.head_pairs.size(), config.n_layers);
+  }
   const KvGeometry geometry = kv_geometry(config);
   layers_.reserve(static_cast<size_t>(config.n_layers));
   for (int l = 0; l < config.n_layers; ++l) {
     const size_t L = static_cast<size_t>(l);
-    layers_.emplace_back(
-        l, geometry.layers[L], options.exact, options.exact ? KvPair{} : options.pairs[L],
-        options.settings,
-        options.exact || options.fp8_scales.empty() ? KvHeadScales{} : options.fp8_scales[L]);
+    const KvHeadScales scales =
+        options.exact || options.fp8_scales.empty() ? KvHeadScales{} : options.fp8_scales[L];
+    if (!options.exact && L < options.head_pairs.size() && !options.head_pairs[L].empty()) {
+      layers_.emplace_back(l, geometry.layers[L], options.head_pairs[L], options.settings, scales);
+    } else {
+      layers_.emplace_back(l, geometry.layers[L], options.exact,
+                           options.exact ? KvPair{} : options.pairs[L], options.settings, scales);
+    }
   }
 }
 

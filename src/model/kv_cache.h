@@ -13,6 +13,11 @@
 // head's rows (read()), unpacked on the fly; no f32 copy of the cache exists. A sliding-window
 // layer frees the pages behind its window as tokens arrive.
 //
+// Per-KV-head plans: a layer whose KV heads take different pairs holds each run of consecutive
+// heads of one pair in pages of its own (that pair's layout over those heads), committed on its
+// own (a KIVI run keeps its residual window while the other heads pack every token). Every format
+// packs one head's row on its own, so a head reads back exactly what a layer of its pair gives.
+//
 //   kvplan::KvCache cache(config, kvplan::KvCacheOptions::uniform(KvPair::parse("K8V4"), n, {}));
 //   cache.layer(0).read(KvSide::kKey, /*head=*/1, /*first=*/0, /*n=*/64, out, scratch);
 #pragma once
@@ -35,6 +40,10 @@ namespace kvplan {
 struct KvCacheOptions {
   bool exact = true;          // keep K/V as computed (the reference "exact KV")
   std::vector<KvPair> pairs;  // one per layer when !exact
+  // [layer][KV head]: the pairs of a layer whose KV heads differ (per-KV-head plans); an empty
+  // entry, or no entries at all, means every head takes pairs[layer]. pairs[layer] is then its
+  // head 0's.
+  std::vector<std::vector<KvPair>> head_pairs{};
   QuantSettings settings;
   // Per layer, the FP8 scales of each KV head (formats/fp8_scales.h); empty = 1 everywhere.
   std::vector<KvHeadScales> fp8_scales{};
@@ -47,8 +56,21 @@ struct KvCacheOptions {
   static KvCacheOptions exact_kv() { return {}; }
   static KvCacheOptions uniform(const KvPair& pair, int n_layers, const QuantSettings& settings);
   static KvCacheOptions per_layer(std::vector<KvPair> pairs, const QuantSettings& settings);
+  // [layer][KV head] pairs; layers whose heads agree keep only pairs[layer].
+  static KvCacheOptions per_head(const std::vector<std::vector<KvPair>>& heads,
+                                 const QuantSettings& settings);
+  // A KV configuration: one pair per layer, or one per KV head (layer-major,
+  // geometry.n_kv_heads_total() of them: per-KV-head plans). Error(kInvalidArgument) for any other
+  // count.
+  static KvCacheOptions of_config(const std::vector<KvPair>& pairs, const KvGeometry& geometry,
+                                  const QuantSettings& settings);
   // "exact", or the pair name of a uniform assignment, or "mixed (N layers)".
   [[nodiscard]] std::string describe() const;
+  // The configuration back (of_config's input): one pair per layer, or one per KV head when a
+  // layer's heads differ.
+  [[nodiscard]] std::vector<KvPair> config(const KvGeometry& geometry) const;
+  // Layer `l`'s pair per KV head (n_kv_heads of them).
+  [[nodiscard]] std::vector<KvPair> layer_head_pairs(int l, int n_kv_heads) const;
 };
 
 class LayerKvCache {
@@ -56,6 +78,9 @@ class LayerKvCache {
   // `exact` ignores `pair` and holds f32/f32. Throws Error(kInvalidArgument) naming the layer, K
   // or V and the format when it cannot pack this layer's rows, or for a slot (opaque bytes).
   LayerKvCache(int layer, const KvLayerGeometry& geometry, bool exact, KvPair pair,
+               const QuantSettings& settings, KvHeadScales fp8_scales = {});
+  // One pair per KV head (geometry.n_kv_heads of them); runs of equal heads share pages.
+  LayerKvCache(int layer, const KvLayerGeometry& geometry, const std::vector<KvPair>& head_pairs,
                const QuantSettings& settings, KvHeadScales fp8_scales = {});
 
   // Appends `n` tokens: k and v point at row 0 of [n, n_kv_heads * head_dim] with `row_stride`
@@ -66,11 +91,16 @@ class LayerKvCache {
   void clear();
 
   [[nodiscard]] size_t n_tokens() const { return n_tokens_; }
-  [[nodiscard]] size_t n_committed() const { return n_committed_; }
-  [[nodiscard]] size_t n_quantized() const { return exact_ ? 0 : n_committed_; }
-  [[nodiscard]] int n_kv_heads() const { return pages_.n_kv_heads(); }
-  [[nodiscard]] int head_dim() const { return pages_.head_dim(); }
-  [[nodiscard]] const KvPageLayout& layout() const { return pages_; }
+  // Tokens packed in every head's pages.
+  [[nodiscard]] size_t n_committed() const { return staging_first_; }
+  [[nodiscard]] size_t n_quantized() const { return exact_ ? 0 : n_committed(); }
+  [[nodiscard]] int n_kv_heads() const { return n_kv_heads_; }
+  [[nodiscard]] int head_dim() const { return head_dim_; }
+  // Whether the layer's KV heads take more than one pair (pages per run of heads).
+  [[nodiscard]] bool per_head() const { return runs_.size() > 1; }
+  // The layer's one page layout; Error(kUnimplemented) for a per-head layer, whose runs of heads
+  // each have their own (the runtime does not move per-head pages yet).
+  [[nodiscard]] const KvPageLayout& layout() const;
 
   // Tokens [first, first + n) of KV head `head` as attention sees them, into out [n, head_dim]:
   // committed tokens unpacked from their pages, the rest from staging. `scratch` holds
@@ -79,9 +109,12 @@ class LayerKvCache {
   // hadamard_transform), unpacked without rotating back and staging rows rotated forward.
   void read(KvSide side, int head, size_t first, size_t n, float* out, std::span<float> scratch,
             bool rotated_domain = false) const;
-  // The Hadamard span of a side's rotated domain (formats/pack.h rotation_span); 0 = none.
-  [[nodiscard]] int rotation_span(KvSide side) const { return pages_.rotation_span(side); }
-  [[nodiscard]] size_t read_scratch_floats() const { return pages_.unpack_scratch_floats(); }
+  // The Hadamard span of a KV head's rotated domain on a side (formats/pack.h rotation_span);
+  // 0 = none.
+  [[nodiscard]] int rotation_span(KvSide side, int head) const {
+    return run_of(head).pages.rotation_span(side);
+  }
+  [[nodiscard]] size_t read_scratch_floats() const;
 
   // The first token still held: a sliding-window layer frees whole pages behind its window.
   [[nodiscard]] size_t first_held_token() const { return first_held_page_ * block(); }
@@ -89,8 +122,13 @@ class LayerKvCache {
   [[nodiscard]] size_t bytes_held() const;
 
   // Pages of committed tokens: page p holds tokens [p * block_size, (p + 1) * block_size).
-  [[nodiscard]] size_t n_pages() const { return k_pages_.size(); }
-  [[nodiscard]] bool holds_page(size_t p) const { return p < k_pages_.size() && k_pages_[p]; }
+  // Pages of committed tokens: page p holds tokens [p * block_size, (p + 1) * block_size). The
+  // page accessors and adopt_committed take a layer of one pair (Error(kUnimplemented) for a
+  // per-head layer).
+  [[nodiscard]] size_t n_pages() const { return runs_.front().k_pages.size(); }
+  [[nodiscard]] bool holds_page(size_t p) const {
+    return p < n_pages() && runs_.front().k_pages[p] != nullptr;
+  }
   [[nodiscard]] const uint8_t* page(KvSide side, size_t p) const;
   [[nodiscard]] uint8_t* page(KvSide side, size_t p);
   // An empty layer takes `n` committed tokens (whole pages) whose bytes the caller then writes
@@ -98,24 +136,35 @@ class LayerKvCache {
   void adopt_committed(size_t n);
 
  private:
-  [[nodiscard]] size_t block() const { return pages_.block_size(); }
+  // Consecutive KV heads of one pair: their pages and how many tokens they hold packed.
+  struct HeadRun {
+    int first_head = 0;
+    KvPageLayout pages;
+    bool kivi = false;  // the run's pair runs KIVI (layer_runs_kivi)
+    size_t n_committed = 0;
+    std::vector<std::unique_ptr<uint8_t[]>> k_pages, v_pages;  // null once freed
+  };
+
+  [[nodiscard]] size_t block() const { return runs_.front().pages.block_size(); }
   [[nodiscard]] size_t row_floats() const {
     return static_cast<size_t>(n_kv_heads()) * static_cast<size_t>(head_dim());
   }
-  void ensure_pages(size_t tokens);
-  void pack_into_pages(size_t first, size_t n);
+  [[nodiscard]] const HeadRun& run_of(int head) const;
+  void require_one_pair(const char* call) const;
+  void ensure_pages(HeadRun& run, size_t tokens) const;
+  void pack_into_pages(HeadRun& run, size_t n);
   void free_pages_before(size_t token);
 
   int layer_;
   bool exact_;
+  int n_kv_heads_ = 0;
+  int head_dim_ = 0;
   int64_t window_ = 0;  // sliding window in tokens; 0 = every token
-  KvPageLayout pages_;
-  bool kivi_ = false;  // this layer runs KIVI (layer_runs_kivi)
+  std::vector<HeadRun> runs_;
   size_t n_tokens_ = 0;
-  size_t n_committed_ = 0;
+  size_t staging_first_ = 0;  // the least committed count over the runs: staging's first token
   size_t first_held_page_ = 0;
-  std::vector<std::unique_ptr<uint8_t[]>> k_pages_, v_pages_;  // null once freed
-  // Tokens [n_committed_, n_tokens_) as appended: [token][n_kv_heads * head_dim] f32.
+  // Tokens [staging_first_, n_tokens_) as appended: [token][n_kv_heads * head_dim] f32.
   std::vector<float> k_staging_, v_staging_;
 };
 

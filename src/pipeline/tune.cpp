@@ -67,6 +67,29 @@ TunedPlan search_loaded(Profile profile, const Transformer& model,
       spdlog::warn("long-context KL left out: the model has no BOS token for the chunks");
     }
   }
+  search::SearchOptions options = request.options;
+  for (const std::filesystem::path& path : request.compare_plans) {
+    const Plan other = read_plan(path);
+    const KvModel validated = kv_model(model.weights());
+    check_plan_matches(other, validated.geometry, validated.name);
+    if (other.model.fingerprint != validated.fingerprint) {
+      fail(ErrorCode::kInvalidArgument,
+           "--compare-plan {}: made for model fingerprint {}, the model given has {}",
+           path.string(), other.model.fingerprint, validated.fingerprint);
+    }
+    if (other.quantization != profile.quantization) {
+      const auto text = [](const QuantSettings& q) {
+        return fmt::format("{}, group {}, residual {}, block {}", quant_mode_name(q.mode),
+                           q.group_size, q.residual_length, q.block_size);
+      };
+      fail(ErrorCode::kInvalidArgument,
+           "--compare-plan {}: its quantization ({}) is not the profile's ({}): both plans are "
+           "measured under one set of rules",
+           path.string(), text(other.quantization), text(profile.quantization));
+    }
+    options.compare_plans.push_back({file_name(path.string()), other.kv_config(), other.per_head(),
+                                     summarize_plan(other).bytes_per_token});
+  }
   TunedPlan t;
   t.profile = std::move(profile);
   t.budget = budget;
@@ -76,7 +99,7 @@ TunedPlan search_loaded(Profile profile, const Transformer& model,
       .profile = &t.profile,
       .model = kv_model(model.weights()),
       .budget = budget,
-      .options = request.options,
+      .options = options,
       .selection = {&selection, nullptr, file_name(selection_set.source), selection_set.hash},
       .report = {&report, long_context ? &*long_context : nullptr, file_name(report_set.source),
                  report_set.hash}};

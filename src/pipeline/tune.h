@@ -34,6 +34,8 @@ struct SearchRequest {
   // stream (tokens_per_context 0 or no contexts: not measured).
   search::LongContextKl::Options long_context;
   search::RecordStamp stamp;
+  // Plans of the same model and quantization measured on the report text beside the chosen one.
+  std::vector<std::filesystem::path> compare_plans{};
 };
 
 struct ProfileRequest {

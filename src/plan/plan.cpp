@@ -1,5 +1,6 @@
 #include "plan/plan.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -31,11 +32,70 @@ KvPair parse_pair_at(const std::string& key_name, const std::string& value_name,
 
 }  // namespace
 
-std::vector<KvPair> Plan::pairs() const {
+std::vector<KvPair> Plan::pairs(std::string_view consumer) const {
+  for (const PlanLayer& l : layers) {
+    if (l.per_head()) {
+      fail(ErrorCode::kUnimplemented,
+           "{} takes one pair per layer; this plan's layer {} gives its KV heads different pairs "
+           "(a per-KV-head plan: eval, search and export read it)",
+           consumer, l.index);
+    }
+  }
   std::vector<KvPair> out;
   out.reserve(layers.size());
   for (const PlanLayer& l : layers) out.push_back(l.pair);
   return out;
+}
+
+bool Plan::per_head() const {
+  return std::any_of(layers.begin(), layers.end(), [](const PlanLayer& l) { return l.per_head(); });
+}
+
+bool Plan::searched_per_head() const {
+  return results.provenance.granularity == "per KV head";
+}
+
+std::vector<KvPair> Plan::kv_config() const {
+  if (!per_head()) return pairs();
+  std::vector<KvPair> out;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (layers[l].per_head()) {
+      out.insert(out.end(), layers[l].heads.begin(), layers[l].heads.end());
+    } else {
+      out.insert(out.end(), static_cast<size_t>(model.geometry.layers.at(l).n_kv_heads),
+                 layers[l].pair);
+    }
+  }
+  return out;
+}
+
+KvPair widest_pair_of_heads(const std::vector<KvPair>& heads, const KvLayerGeometry& layer,
+                            const QuantSettings& settings, int layer_index) {
+  KvLayerGeometry one = layer;
+  one.n_kv_heads = 1;
+  KvPair widest = heads.at(0);
+  LayerTokenBytes most = layer_bytes_per_token(one, widest, settings, layer_index);
+  for (const KvPair& p : heads) {
+    const LayerTokenBytes b = layer_bytes_per_token(one, p, settings, layer_index);
+    if (b.key > most.key) {
+      widest.key = p.key;
+      most.key = b.key;
+    }
+    if (b.value > most.value) {
+      widest.value = p.value;
+      most.value = b.value;
+    }
+  }
+  return widest;
+}
+
+LayerTokenBytes plan_layer_bytes(const Plan& plan, size_t l) {
+  const PlanLayer& layer = plan.layers.at(l);
+  const KvLayerGeometry& lg = plan.model.geometry.layers.at(l);
+  if (layer.per_head()) {
+    return layer_heads_bytes_per_token(lg, layer.heads, plan.quantization, static_cast<int>(l));
+  }
+  return layer_bytes_per_token(lg, layer.pair, plan.quantization, static_cast<int>(l));
 }
 
 std::vector<KvHeadScales> Plan::fp8_scales() const {
@@ -52,10 +112,15 @@ PlanSummary summarize_plan(const Plan& plan) {
   bf16_settings.mode = QuantMode::kPerToken;
   for (size_t l = 0; l < plan.layers.size(); ++l) {
     const KvLayerGeometry& lg = g.layers[l];
-    s.equivalent_bits += plan.layers[l].pair.nominal_bits(lg.head_dim);
-    s.bytes_per_token +=
-        layer_bytes_per_token(lg, plan.layers[l].pair, plan.quantization, static_cast<int>(l))
-            .total();
+    const PlanLayer& layer = plan.layers[l];
+    if (layer.per_head()) {
+      double bits = 0;
+      for (const KvPair& p : layer.heads) bits += p.nominal_bits(lg.head_dim);
+      s.equivalent_bits += bits / static_cast<double>(layer.heads.size());
+    } else {
+      s.equivalent_bits += layer.pair.nominal_bits(lg.head_dim);
+    }
+    s.bytes_per_token += plan_layer_bytes(plan, l).total();
     s.bf16_bytes_per_token +=
         layer_bytes_per_token(lg, KvPair::parse("KV16"), bf16_settings, static_cast<int>(l))
             .total();
@@ -73,10 +138,11 @@ Plan plan_from_json(const json& j, const std::string& source) {
   const JsonFields root(j, source);
   if (!j.is_object()) root.expected("a JSON object");
   const std::string schema = root.string("schema");
-  if (schema != kPlanSchema && schema != kPlanSchemaV1) {
-    fail(ErrorCode::kInvalidArgument, "{}: field 'schema' is '{}', expected '{}' (or '{}')", source,
-         schema, kPlanSchema, kPlanSchemaV1);
+  if (schema != kPlanSchema && schema != kPlanSchemaV3 && schema != kPlanSchemaV1) {
+    fail(ErrorCode::kInvalidArgument, "{}: field 'schema' is '{}', expected '{}', '{}' or '{}'",
+         source, schema, kPlanSchemaV3, kPlanSchema, kPlanSchemaV1);
   }
+  const bool v3 = schema == kPlanSchemaV3;
   Plan plan;
   plan.tool_version = root.string("tool_version");
   plan.created = root.string("created");
@@ -143,13 +209,41 @@ Plan plan_from_json(const json& j, const std::string& source) {
     if (!e.value().is_object()) e.expected("an object");
     PlanLayer layer;
     layer.index = static_cast<int>(e.integer("index", l, l));
-    layer.group = static_cast<int>(e.optional_integer("group", 0, n_layers).value_or(0));
-    layer.pair = parse_pair_at(e.string("key"), e.string("value"), e.source());
+    // Groups are of the search's entries: layers, or in a per-head (v3) plan KV heads.
+    const int groups = v3 ? std::max(n_layers, plan.model.geometry.n_kv_heads_total()) : n_layers;
+    layer.group = static_cast<int>(e.optional_integer("group", 0, groups).value_or(0));
+    const KvLayerGeometry& lg = plan.model.geometry.layers[static_cast<size_t>(l)];
+    if (const auto heads = e.optional_array("heads")) {
+      if (!v3) e.invalid("heads", fmt::format("per-KV-head pairs need schema '{}'", kPlanSchemaV3));
+      if (heads->size() != static_cast<size_t>(lg.n_kv_heads)) {
+        e.invalid("heads", fmt::format("{} entries, expected one per KV head ({})", heads->size(),
+                                       lg.n_kv_heads));
+      }
+      for (size_t h = 0; h < heads->size(); ++h) {
+        const JsonFields he = heads->element(h);
+        layer.heads.push_back(parse_pair_at(he.string("key"), he.string("value"),
+                                            fmt::format("{}: heads[{}]", e.source(), h)));
+      }
+      if (std::all_of(layer.heads.begin(), layer.heads.end(),
+                      [&](const KvPair& p) { return p == layer.heads[0]; })) {
+        e.invalid("heads",
+                  "every KV head takes the same pair: write it as the layer's key and value");
+      }
+      if (e.has("key") || e.has("value")) {
+        e.invalid("heads", "a layer lists either its heads' pairs or one key and value, not both");
+      }
+    }
+    if (!layer.per_head()) {
+      layer.pair = parse_pair_at(e.string("key"), e.string("value"), e.source());
+    }
     // Sizes written in the file must agree with what the formats say.
     const LayerTokenBytes bytes = [&] {
       try {
-        return layer_bytes_per_token(plan.model.geometry.layers[l], layer.pair, plan.quantization,
-                                     l);
+        if (layer.per_head()) {
+          layer.pair = widest_pair_of_heads(layer.heads, lg, plan.quantization, l);
+          return layer_heads_bytes_per_token(lg, layer.heads, plan.quantization, l);
+        }
+        return layer_bytes_per_token(lg, layer.pair, plan.quantization, l);
       } catch (const Error& err) {
         fail(ErrorCode::kInvalidArgument, "{}: {}", source, err.what());
       }
@@ -162,25 +256,52 @@ Plan plan_from_json(const json& j, const std::string& source) {
         scales->push_back(static_cast<float>(values->number_at(i)));
       }
     }
-    check_fp8_scales(layer.fp8_scales, layer.pair,
-                     plan.model.geometry.layers[static_cast<size_t>(l)].n_kv_heads, e.source());
+    if (layer.per_head()) {
+      for (const auto& [field, side] : {std::pair{"key_fp8_scales", &layer.fp8_scales.key},
+                                        std::pair{"value_fp8_scales", &layer.fp8_scales.value}}) {
+        if (!side->empty() && side->size() != static_cast<size_t>(lg.n_kv_heads)) {
+          e.invalid(field, fmt::format("{} scales, expected one per KV head ({})", side->size(),
+                                       lg.n_kv_heads));
+        }
+      }
+      for (size_t h = 0; h < layer.heads.size(); ++h) {
+        // Each head's scale is checked with its own format; 1 stands on heads that keep none.
+        KvHeadScales one{layer.heads[h].key.has_tensor_scale() && !layer.fp8_scales.key.empty()
+                             ? std::vector<float>{layer.fp8_scales.key.at(h)}
+                             : std::vector<float>{},
+                         layer.heads[h].value.has_tensor_scale() && !layer.fp8_scales.value.empty()
+                             ? std::vector<float>{layer.fp8_scales.value.at(h)}
+                             : std::vector<float>{}};
+        check_fp8_scales(one, layer.heads[h], 1, fmt::format("{}: heads[{}]", e.source(), h));
+      }
+    } else {
+      check_fp8_scales(layer.fp8_scales, layer.pair, lg.n_kv_heads, e.source());
+    }
     for (const auto& [field, expected] : {std::pair{"key_bytes_per_token", bytes.key},
                                           std::pair{"value_bytes_per_token", bytes.value}}) {
       if (!e.has(field)) continue;
       const json& v = e.at(field);
       if (!v.is_number() || std::fabs(v.get<double>() - expected) > 1e-6) {
         fail(ErrorCode::kInvalidArgument, "{}: field '{}' is {}, but {} gives {}", e.source(),
-             field, json_excerpt(v), layer.pair.name(), expected);
+             field, json_excerpt(v), layer.per_head() ? "its heads' pairs" : layer.pair.name(),
+             expected);
       }
     }
     plan.layers.push_back(layer);
   }
   plan.results = results_from_json(j, source);
   const size_t weights = plan.results.provenance.surrogate_weights.size();
-  if (weights != 0 && weights != plan.layers.size()) {
+  const bool by_head = plan.searched_per_head();
+  if (by_head && !v3) {
+    fail(ErrorCode::kInvalidArgument, "{}: field 'provenance.granularity': '{}' needs schema '{}'",
+         source, plan.results.provenance.granularity, kPlanSchemaV3);
+  }
+  const size_t entries =
+      by_head ? static_cast<size_t>(plan.model.geometry.n_kv_heads_total()) : plan.layers.size();
+  if (weights != 0 && weights != entries) {
     fail(ErrorCode::kInvalidArgument,
-         "{}: field 'provenance.surrogate_weights': {} weights, expected one per layer ({})",
-         source, weights, plan.layers.size());
+         "{}: field 'provenance.surrogate_weights': {} weights, expected one per {} ({})", source,
+         weights, by_head ? "KV head" : "layer", entries);
   }
   return plan;
 }
@@ -216,17 +337,26 @@ json plan_to_json(const Plan& plan) {
   json layers = json::array();
   for (size_t l = 0; l < plan.layers.size(); ++l) {
     const PlanLayer& layer = plan.layers[l];
-    const LayerTokenBytes b =
-        layer_bytes_per_token(g.layers[l], layer.pair, plan.quantization, static_cast<int>(l));
-    json entry = {{"index", layer.index},         {"group", layer.group},
-                  {"key", layer.pair.key.name()}, {"value", layer.pair.value.name()},
-                  {"key_bytes_per_token", b.key}, {"value_bytes_per_token", b.value}};
+    const LayerTokenBytes b = plan_layer_bytes(plan, l);
+    json entry = {{"index", layer.index}, {"group", layer.group}};
+    if (layer.per_head()) {
+      json heads = json::array();
+      for (const KvPair& p : layer.heads) {
+        heads.push_back({{"key", p.key.name()}, {"value", p.value.name()}});
+      }
+      entry["heads"] = heads;
+    } else {
+      entry["key"] = layer.pair.key.name();
+      entry["value"] = layer.pair.value.name();
+    }
+    entry["key_bytes_per_token"] = b.key;
+    entry["value_bytes_per_token"] = b.value;
     if (!layer.fp8_scales.key.empty()) entry["key_fp8_scales"] = layer.fp8_scales.key;
     if (!layer.fp8_scales.value.empty()) entry["value_fp8_scales"] = layer.fp8_scales.value;
     layers.push_back(std::move(entry));
   }
   const PlanSummary s = summarize_plan(plan);
-  json out = {{"schema", kPlanSchema},
+  json out = {{"schema", plan.per_head() || plan.searched_per_head() ? kPlanSchemaV3 : kPlanSchema},
               {"tool_version", plan.tool_version},
               {"created", plan.created},
               {"model", model},

@@ -65,6 +65,16 @@ PlanQuality read_quality(const JsonFields& q) {
                                  b->number("kl_difference_high"), ""},
                     b->number("ratio")};
   }
+  if (const auto compared = q.optional_array("compared_plans")) {
+    for (size_t i = 0; i < compared->size(); ++i) {
+      const JsonFields c = compared->element(i);
+      r.compared_plans.push_back(
+          {c.string("source"), c.string("granularity"), c.number("bytes_per_token", 0.0),
+           c.number("mean_kl", 0.0), c.number("top1_agreement", 0.0),
+           KlDifference{c.number("kl_difference"), c.number("kl_difference_low"),
+                        c.number("kl_difference_high"), c.string("verdict")}});
+    }
+  }
   if (const auto lc = q.optional_object("long_context")) {
     LongContextQuality l;
     l.protocol = lc->optional_string("protocol").value_or("");
@@ -123,6 +133,21 @@ json quality_json(const PlanQuality& q) {
                          {"stream_tokens", q.long_context->stream_tokens},
                          {"baseline", q.long_context->baseline},
                          {"rows", rows}};
+  }
+  if (!q.compared_plans.empty()) {
+    json compared = json::array();
+    for (const ComparedPlan& c : q.compared_plans) {
+      compared.push_back({{"source", c.source},
+                          {"granularity", c.granularity},
+                          {"bytes_per_token", c.bytes_per_token},
+                          {"mean_kl", c.mean_kl},
+                          {"top1_agreement", c.top1_agreement},
+                          {"kl_difference", c.difference.plan_minus_baseline},
+                          {"kl_difference_low", c.difference.low},
+                          {"kl_difference_high", c.difference.high},
+                          {"verdict", c.difference.verdict}});
+    }
+    j["compared_plans"] = compared;
   }
   // A plan nothing was measured for keeps an empty section.
   if (q.validated || !j.empty()) j["validated"] = q.validated;
@@ -228,6 +253,7 @@ SearchProvenance read_provenance(const JsonFields& p) {
   r.clustering = p.optional_string("clustering").value_or("");
   r.engine = p.optional_string("engine").value_or("");
   r.engine_structure = p.optional_string("engine_structure").value_or("");
+  r.granularity = p.optional_string("granularity").value_or("");
   r.budget_value = p.optional_number("budget_value");
   r.seed = optional_count(p, "seed");
   r.population = optional_count(p, "population");
@@ -316,6 +342,7 @@ json provenance_to_json(const SearchProvenance& p) {
   put(j, "clustering", p.clustering);
   put(j, "engine", p.engine);
   put(j, "engine_structure", p.engine_structure);
+  put(j, "granularity", p.granularity);
   j["budget_value"] = p.budget_value ? json(*p.budget_value) : json();
   put(j, "seed", p.seed);
   put(j, "population", p.population);

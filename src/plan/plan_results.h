@@ -54,6 +54,16 @@ struct LongContextQuality {
   std::vector<LongContextRow> rows{};
 };
 
+// Another plan measured on the report text beside this one (`search --compare-plan`): e.g. the
+// per-layer plan of the same budget next to a per-KV-head one.
+struct ComparedPlan {
+  std::string source;       // the plan file's name
+  std::string granularity;  // "per layer" or "per KV head"
+  double bytes_per_token = 0;
+  double mean_kl = 0, top1_agreement = 0;
+  KlDifference difference;  // this plan - the compared one, paired bootstrap
+};
+
 struct PlanQuality {
   std::string metric;
   std::optional<double> mean_kl{}, top1_agreement{}, ppl{}, ppl_exact_kv{}, predicted_error{};
@@ -69,6 +79,7 @@ struct PlanQuality {
   std::optional<double> rank_correlation_on_report{};
   std::optional<BestUniform> best_uniform{};
   std::optional<LongContextQuality> long_context{};
+  std::vector<ComparedPlan> compared_plans{};
 };
 
 // A uniform K/V configuration next to the plan: measured on the report text when `mean_kl` is set.
@@ -123,6 +134,9 @@ struct SearchProvenance {
   // The serving engine the search was restricted to (--engine; empty: kvplan's own, every format
   // on any layer) and the layer structure it took for it.
   std::string engine, engine_structure;
+  // "per KV head" when the search's entries were KV heads (`--per-head`: surrogate weights and
+  // groups are per head, the plan is v3); empty: per layer.
+  std::string granularity;
   std::optional<double> budget_value{};  // null: no budget
   std::optional<uint64_t> seed{}, population{}, generations{}, islands{};
   std::optional<uint64_t> surrogate_evaluations{}, real_evaluations{}, selection_evaluations{},

@@ -60,6 +60,8 @@ struct LayerPartials {
   std::vector<MetricSum> e_v;       // [value format]
   std::vector<MetricSum> e_o;       // [pending cell]
   std::vector<MetricSum> o_mse;     // [pending cell]
+  // [pending cell][KV head] the part of o_mse's sum from the query heads the KV head serves.
+  std::vector<std::vector<double>> o_mse_head_sums;
 };
 
 LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelConfig& c,
@@ -88,6 +90,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
   out.e_v.resize(values.size());
   out.e_o.resize(cells.size());
   out.o_mse.resize(cells.size());
+  out.o_mse_head_sums.assign(cells.size(), std::vector<double>(static_cast<size_t>(n_kv), 0.0));
   std::vector<std::vector<float>> key_scales(keys.size()), value_scales(values.size());
   for (size_t f = 0; f < keys.size(); ++f) key_scales[f] = fp8_head_scales(keys[f], absmax.key);
   for (size_t f = 0; f < values.size(); ++f) {
@@ -140,6 +143,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
         const RowErrors e = row_errors(o_exact[static_cast<size_t>(h)], oh[static_cast<size_t>(h)]);
         out.e_o[i].add(e.relative);
         out.o_mse[i].add(e.squared);
+        out.o_mse_head_sums[i][static_cast<size_t>(h / group)] += e.squared.sum;
       }
     }
     return out;
@@ -153,6 +157,7 @@ LayerPartials attention_partials(const PromptCapture& cap, int l, const ModelCon
       const RowErrors e = row_errors(o_exact[static_cast<size_t>(h)], o);
       out.e_o[i].add(e.relative);
       out.o_mse[i].add(e.squared);
+      out.o_mse_head_sums[i][g] += e.squared.sum;
     }
   }
   return out;
@@ -206,60 +211,100 @@ void CellRunner::run_layer(int layer, const std::vector<size_t>& candidates, Pro
     if (profile.measures_dkl(candidates[i])) measured.push_back(i);
   }
   tracker_.report("layers", layer, candidates.size() - measured.size(), 0);
-  const std::vector<MetricSum> kl = measure_dkl(layer, candidates, measured, profile);
+  const DklSums kl = measure_dkl(layer, candidates, measured, profile);
   dkl_s_ += seconds_since(dkl_start);
 
   const size_t K = kl_prompts_.size();
   for (size_t i = 0; i < candidates.size(); ++i) {
     MetricSum ek, ev, ea, eo, omse, dkl;
+    const int n_kv = c.n_kv_heads[static_cast<size_t>(layer)];
+    std::vector<double> head_sums(static_cast<size_t>(n_kv), 0.0);
     for (size_t pr = 0; pr < n_prompts; ++pr) {
       ek.add(partials[pr].e_k[key_of[i]]);
       ev.add(partials[pr].e_v[value_of[i]]);
       ea.add(partials[pr].e_a[key_of[i]]);
       eo.add(partials[pr].e_o[i]);
       omse.add(partials[pr].o_mse[i]);
+      for (size_t g = 0; g < head_sums.size(); ++g) {
+        head_sums[g] += partials[pr].o_mse_head_sums[i][g];
+      }
     }
-    for (size_t k = 0; k < K; ++k) dkl.add(kl[i * K + k]);
+    for (size_t k = 0; k < K; ++k) dkl.add(kl.kl[i * K + k]);
     ProfileCell cell =
         describe_cell(c, layer, profile.candidates[candidates[i]], options_.settings);
-    cell.metrics = {ek.mean(),
-                    ev.mean(),
-                    ea.mean(),
-                    eo.mean(),
-                    dkl.mean(),
-                    omse.mean(),
-                    profile.measures_dkl(candidates[i])};
+    cell.metrics = {ek.mean(), ev.mean(),  ea.mean(),
+                    eo.mean(), dkl.mean(), omse.mean(),
+                    {},        {},         profile.measures_dkl(candidates[i])};
+    if (n_kv > 1 && omse.count > 0) {
+      for (const double sum : head_sums) {
+        cell.metrics.o_mse_heads.push_back(sum / static_cast<double>(omse.count));
+      }
+    }
+    if (n_kv > 1 && profile.measures_dkl(candidates[i])) {
+      for (size_t h = 0; h < static_cast<size_t>(n_kv); ++h) {
+        MetricSum head;
+        for (size_t k = 0; k < K; ++k) {
+          head.add(kl.kl_heads[(i * static_cast<size_t>(n_kv) + h) * K + k]);
+        }
+        cell.metrics.dkl_heads.push_back(head.mean());
+      }
+    }
     profile.cells[static_cast<size_t>(layer)][candidates[i]] = cell;
     ++cells_done_;
   }
   for (PromptCapture& cap : captures) cap.drop_layer(layer);
 }
 
-std::vector<MetricSum> CellRunner::measure_dkl(int layer, const std::vector<size_t>& candidates,
-                                               const std::vector<size_t>& measured,
-                                               const Profile& profile) {
+CellRunner::DklSums CellRunner::measure_dkl(int layer, const std::vector<size_t>& candidates,
+                                            const std::vector<size_t>& measured,
+                                            const Profile& profile) {
   const ModelConfig& c = model_.config();
   const std::vector<PromptCapture>& captures = reference_.prompts;
   const size_t K = kl_prompts_.size();
-  std::vector<MetricSum> kl(candidates.size() * K);
-  // Cells go through the model together, each dKL prompt of each cell one sequence of the batch
+  const int n_kv = c.n_kv_heads[static_cast<size_t>(layer)];
+  const size_t H = n_kv > 1 ? static_cast<size_t>(n_kv) : 0;
+  DklSums out{std::vector<MetricSum>(candidates.size() * K),
+              std::vector<MetricSum>(candidates.size() * H * K)};
+  // What one re-run quantizes: a measured cell's pair on the whole layer (head -1), or on one KV
+  // head of it, the other heads exact.
+  struct Run {
+    size_t cell;
+    int head;
+  };
+  std::vector<Run> runs;
+  for (const size_t ci : measured) {
+    runs.push_back({ci, -1});
+    for (size_t h = 0; h < H; ++h) runs.push_back({ci, static_cast<int>(h)});
+  }
+  const KvPair exact = KvPair::uniform(Format(FormatId::kF32));
+  // Runs go through the model together, each dKL prompt of each run one sequence of the batch
   // (batched products, threaded inside; every sequence's logits are the bits it gets alone),
   // cells_per_batch_ at a time.
-  for (size_t b0 = 0; b0 < measured.size(); b0 += cells_per_batch_) {
-    const std::span<const size_t> group(measured.data() + b0,
-                                        std::min(cells_per_batch_, measured.size() - b0));
+  for (size_t b0 = 0; b0 < runs.size(); b0 += cells_per_batch_) {
+    const std::span<const Run> group(runs.data() + b0,
+                                     std::min(cells_per_batch_, runs.size() - b0));
     std::vector<KvCache> caches;
     caches.reserve(group.size() * K);
     std::vector<Transformer::BatchSequence> batch;
-    for (const size_t ci : group) {
-      const KvPair& pair = profile.candidates[candidates[ci]];
-      std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers),
-                                KvPair::uniform(Format(FormatId::kF32)));
+    for (const Run& run : group) {
+      const KvPair& pair = profile.candidates[candidates[run.cell]];
+      std::vector<KvPair> pairs(static_cast<size_t>(c.n_layers), exact);
       pairs[static_cast<size_t>(layer)] = pair;
       KvCacheOptions kv = KvCacheOptions::per_layer(std::move(pairs), options_.settings);
       kv.chunk_attends_quantized = options_.chunk_attends_quantized;
       kv.fp8_scales.resize(static_cast<size_t>(c.n_layers));
-      kv.fp8_scales[static_cast<size_t>(layer)] = profile.fp8_scales(layer, pair);
+      if (run.head < 0) {
+        kv.fp8_scales[static_cast<size_t>(layer)] = profile.fp8_scales(layer, pair);
+      } else {
+        std::vector<KvPair> heads(H, exact);
+        heads[static_cast<size_t>(run.head)] = pair;
+        kv.head_pairs.assign(static_cast<size_t>(c.n_layers), {});
+        kv.head_pairs[static_cast<size_t>(layer)] = heads;
+        if (!profile.kv_absmax.empty()) {
+          kv.fp8_scales[static_cast<size_t>(layer)] =
+              fp8_scales_for_heads(heads, profile.kv_absmax.at(static_cast<size_t>(layer)));
+        }
+      }
       for (size_t k = 0; k < K; ++k) {
         const PromptCapture& cap = captures[kl_prompts_[k]];
         caches.emplace_back(c, kv);
@@ -276,13 +321,20 @@ std::vector<MetricSum> CellRunner::measure_dkl(int layer, const std::vector<size
     const RowMatrix logits = model_.forward_batch_from_layer(layer, batch);
     parallel_for(batch.size(), options_.threads, [&](size_t j) {
       const RowMatrix own = logits.middleRows(first_row[j], first_row[j + 1] - first_row[j]);
-      kl[group[j / K] * K + j % K] = kl_sum(captures[kl_prompts_[j % K]].reference, own);
+      const Run& run = group[j / K];
+      const MetricSum sum = kl_sum(captures[kl_prompts_[j % K]].reference, own);
+      if (run.head < 0) {
+        out.kl[run.cell * K + j % K] = sum;
+      } else {
+        out.kl_heads[(run.cell * H + static_cast<size_t>(run.head)) * K + j % K] = sum;
+      }
     });
     for (size_t g = 0; g < group.size(); ++g) {
-      tracker_.report("layers", layer, 1, static_cast<double>(K) * (c.n_layers - layer + 1));
+      tracker_.report("layers", layer, group[g].head < 0 ? 1 : 0,
+                      static_cast<double>(K) * (c.n_layers - layer + 1));
     }
   }
-  return kl;
+  return out;
 }
 
 }  // namespace kvplan

@@ -1,7 +1,8 @@
 // The profiler's per-layer work (profiler.h): for every pending (layer, candidate) cell of a
 // layer, the attention-side metrics e_k, e_v, e_a, e_o, o_mse over every prompt from the reference
 // captures (reference_pass.h), and dKL by re-running the model from the layer's captured residual
-// input with only that layer's KV quantized (metrics.h has the definitions).
+// input with only that layer's KV quantized (metrics.h has the definitions) — and, in a layer of
+// several KV heads, with only one head of it quantized, for each head (per-KV-head plans).
 //
 // K̂ per key format and V̂ per value format are computed once per prompt and shared by the cells
 // that use them, as are the exact and quantized attention probabilities. The dKL re-runs of
@@ -46,9 +47,14 @@ class CellRunner {
   [[nodiscard]] double dkl_s() const { return dkl_s_; }          // dKL re-runs
 
  private:
-  // dKL of each measured cell (index into `candidates`) and dKL prompt: [cell * K + prompt].
-  std::vector<MetricSum> measure_dkl(int layer, const std::vector<size_t>& candidates,
-                                     const std::vector<size_t>& measured, const Profile& profile);
+  // dKL of each measured cell (index into `candidates`) and dKL prompt: kl [cell * K + prompt];
+  // in a layer of several KV heads also with one head quantized, the others exact:
+  // kl_heads [(cell * n_kv + head) * K + prompt].
+  struct DklSums {
+    std::vector<MetricSum> kl, kl_heads;
+  };
+  DklSums measure_dkl(int layer, const std::vector<size_t>& candidates,
+                      const std::vector<size_t>& measured, const Profile& profile);
 
   const Transformer& model_;
   CellRunOptions options_;

@@ -6,6 +6,37 @@
 
 namespace kvplan {
 
+namespace {
+
+// The same per KV head: alpha_h fitted on the side's measured cells' dkl_heads[h] against their
+// o_mse_heads[h], an unmeasured cell's dkl_heads[h] = alpha_h * o_mse_heads[h].
+void estimate_head_dkl(std::vector<std::optional<ProfileCell>>& row, CandidateSide side) {
+  std::vector<double> dm, mm;
+  for (const auto& cell : row) {
+    if (!cell || !cell->metrics.dkl_measured || candidate_side(cell->pair) != side) continue;
+    const CellMetrics& m = cell->metrics;
+    if (m.dkl_heads.empty() || m.dkl_heads.size() != m.o_mse_heads.size()) continue;
+    dm.resize(m.dkl_heads.size(), 0.0);
+    mm.resize(m.dkl_heads.size(), 0.0);
+    for (size_t h = 0; h < m.dkl_heads.size(); ++h) {
+      dm[h] += m.dkl_heads[h] * m.o_mse_heads[h];
+      mm[h] += m.o_mse_heads[h] * m.o_mse_heads[h];
+    }
+  }
+  if (dm.empty()) return;
+  for (auto& cell : row) {
+    if (!cell || cell->metrics.dkl_measured || candidate_side(cell->pair) != side) continue;
+    CellMetrics& m = cell->metrics;
+    if (m.o_mse_heads.size() != dm.size()) continue;
+    m.dkl_heads.assign(dm.size(), 0.0);
+    for (size_t h = 0; h < dm.size(); ++h) {
+      m.dkl_heads[h] = (mm[h] > 0 ? dm[h] / mm[h] : 0.0) * m.o_mse_heads[h];
+    }
+  }
+}
+
+}  // namespace
+
 void estimate_unmeasured_dkl(Profile& profile) {
   for (size_t l = 0; l < profile.cells.size(); ++l) {
     auto& row = profile.cells[l];
@@ -24,6 +55,7 @@ void estimate_unmeasured_dkl(Profile& profile) {
         if (!cell || cell->metrics.dkl_measured || candidate_side(cell->pair) != side) continue;
         cell->metrics.dkl = alpha * cell->metrics.o_mse;
       }
+      estimate_head_dkl(row, side);
     }
   }
 }

@@ -3,8 +3,10 @@
 // Quantizing one layer's K or V perturbs only that layer's attention output O; to second order the
 // end-to-end KL is a quadratic form in the perturbation, so within one layer and one side
 // dKL ≈ alpha * o_mse (metrics.h). alpha is fitted per (layer, side) through the origin on the
-// side's measured cells (the anchors): alpha = sum d*m / sum m^2. A joint pair's dKL is modelled as
-// the sum of its sides (additivity), which the measured joint cells check.
+// side's measured cells (the anchors): alpha = sum d*m / sum m^2. Per KV head the same: alpha_h
+// from the anchors' dkl_heads[h] (one head quantized, re-run) against their o_mse_heads[h]. A joint
+// pair's dKL is modelled as the sum of its sides (additivity), which the measured joint cells
+// check.
 //
 //   estimate_unmeasured_dkl(profile);             // fills every unmeasured cell's dkl
 //   ModelCheck c = additivity_check(profile);     // measured joint cells vs their sides' sum

@@ -10,14 +10,58 @@
 namespace kvplan {
 namespace {
 
-double sensitivity(const ProfileCell& cell, SensitivityMetric metric) {
-  return metric == SensitivityMetric::kDkl ? cell.metrics.dkl : cell.metrics.e_o;
+// What one entry is: a layer, or KV head `head` of it (`share` of its bytes).
+struct Entry {
+  int layer = 0;
+  int head = -1;
+  double share = 1;
+};
+
+double sensitivity(const ProfileCell& cell, SensitivityMetric metric, const Entry& entry) {
+  if (metric == SensitivityMetric::kEo) return cell.metrics.e_o;
+  if (entry.head < 0) return cell.metrics.dkl;
+  if (!cell.metrics.dkl_heads.empty()) {
+    return cell.metrics.dkl_heads[static_cast<size_t>(entry.head)];
+  }
+  const double o_mse = cell.metrics.o_mse;
+  if (cell.metrics.o_mse_heads.empty()) return cell.metrics.dkl;  // one KV head: the whole layer
+  // A pair that leaves its side exact (o_mse 0) has no error to share.
+  if (!(o_mse > 0)) return cell.metrics.dkl * entry.share;
+  return cell.metrics.dkl * cell.metrics.o_mse_heads[static_cast<size_t>(entry.head)] / o_mse;
+}
+
+std::vector<Entry> entries_of(const Profile& profile, SensitivityMetric metric,
+                              KvGranularity granularity) {
+  std::vector<Entry> out;
+  for (int l = 0; l < profile.n_layers(); ++l) {
+    const int n_kv = profile.model.geometry.layers[static_cast<size_t>(l)].n_kv_heads;
+    if (granularity == KvGranularity::kLayer) {
+      out.push_back({l, -1, 1});
+      continue;
+    }
+    if (metric != SensitivityMetric::kDkl) {
+      fail(ErrorCode::kInvalidArgument,
+           "per-KV-head entries take dKL as their sensitivity (a head's share of o_mse "
+           "apportions it); e_o has no per-head share");
+    }
+    for (size_t c = 0; c < profile.candidates.size() && n_kv > 1; ++c) {
+      if (profile.cell(l, c)->metrics.o_mse_heads.empty()) {
+        fail(ErrorCode::kInvalidArgument,
+             "profile layer {} pair {}: no per-KV-head o_mse (o_mse_heads); the profile predates "
+             "per-head plans: profile the model again",
+             l, profile.candidates[c].name());
+      }
+    }
+    for (int h = 0; h < n_kv; ++h) out.push_back({l, h, 1.0 / n_kv});
+  }
+  return out;
 }
 
 }  // namespace
 
 std::vector<LayerCandidates> candidates_from_profile(const Profile& profile,
-                                                     SensitivityMetric metric) {
+                                                     SensitivityMetric metric,
+                                                     KvGranularity granularity) {
   if (!profile.complete()) {
     fail(ErrorCode::kInvalidArgument,
          "the profile holds {} of {} cells (a shard?): merge the shards with `kvplan profile "
@@ -27,14 +71,19 @@ std::vector<LayerCandidates> candidates_from_profile(const Profile& profile,
   bool sides = false;
   for (const KvPair& p : profile.candidates) sides |= candidate_side(p) != CandidateSide::kJoint;
   std::vector<LayerCandidates> layers;
-  for (int l = 0; l < profile.n_layers(); ++l) {
-    LayerCandidates lc{l, {}};
+  for (const Entry& entry : entries_of(profile, metric, granularity)) {
+    const int l = entry.layer;
+    const double share = entry.share;
+    LayerCandidates lc{granularity == KvGranularity::kLayer ? l : static_cast<int>(layers.size()),
+                       {},
+                       l,
+                       entry.head};
     if (!sides) {
       for (size_t c = 0; c < profile.candidates.size(); ++c) {
         const ProfileCell& cell = *profile.cell(l, c);
         lc.candidates.push_back({cell.pair, cell.nominal_bits,
-                                 cell.key_bytes_per_token + cell.value_bytes_per_token,
-                                 sensitivity(cell, metric)});
+                                 (cell.key_bytes_per_token + cell.value_bytes_per_token) * share,
+                                 sensitivity(cell, metric, entry)});
       }
     } else {
       std::vector<const ProfileCell*> keys, values;
@@ -52,10 +101,11 @@ std::vector<LayerCandidates> candidates_from_profile(const Profile& profile,
       }
       for (const ProfileCell* k : keys) {
         for (const ProfileCell* v : values) {
-          lc.candidates.push_back({{k->pair.key, v->pair.value},
-                                   (k->key_bits + v->value_bits) / 2,
-                                   k->key_bytes_per_token + v->value_bytes_per_token,
-                                   sensitivity(*k, metric) + sensitivity(*v, metric)});
+          lc.candidates.push_back(
+              {{k->pair.key, v->pair.value},
+               (k->key_bits + v->value_bits) / 2,
+               (k->key_bytes_per_token + v->value_bytes_per_token) * share,
+               sensitivity(*k, metric, entry) + sensitivity(*v, metric, entry)});
         }
       }
     }

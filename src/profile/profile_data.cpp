@@ -98,21 +98,24 @@ nlohmann::ordered_json profile_to_json(const Profile& p) {
     OJson pairs = OJson::array();
     for (const auto& c : p.cells[l]) {
       if (!c) continue;
-      pairs.push_back({{"pair", c->pair.name()},
-                       {"key", c->pair.key.name()},
-                       {"value", c->pair.value.name()},
-                       {"key_bits", c->key_bits},
-                       {"value_bits", c->value_bits},
-                       {"nominal_bits", c->nominal_bits},
-                       {"key_bytes_per_token", c->key_bytes_per_token},
-                       {"value_bytes_per_token", c->value_bytes_per_token},
-                       {"e_k", c->metrics.e_k},
-                       {"e_v", c->metrics.e_v},
-                       {"e_a", c->metrics.e_a},
-                       {"e_o", c->metrics.e_o},
-                       {"dkl", c->metrics.dkl},
-                       {"o_mse", c->metrics.o_mse},
-                       {"dkl_measured", c->metrics.dkl_measured}});
+      OJson cell = {{"pair", c->pair.name()},
+                    {"key", c->pair.key.name()},
+                    {"value", c->pair.value.name()},
+                    {"key_bits", c->key_bits},
+                    {"value_bits", c->value_bits},
+                    {"nominal_bits", c->nominal_bits},
+                    {"key_bytes_per_token", c->key_bytes_per_token},
+                    {"value_bytes_per_token", c->value_bytes_per_token},
+                    {"e_k", c->metrics.e_k},
+                    {"e_v", c->metrics.e_v},
+                    {"e_a", c->metrics.e_a},
+                    {"e_o", c->metrics.e_o},
+                    {"dkl", c->metrics.dkl},
+                    {"o_mse", c->metrics.o_mse},
+                    {"dkl_measured", c->metrics.dkl_measured}};
+      if (!c->metrics.o_mse_heads.empty()) cell["o_mse_heads"] = c->metrics.o_mse_heads;
+      if (!c->metrics.dkl_heads.empty()) cell["dkl_heads"] = c->metrics.dkl_heads;
+      pairs.push_back(std::move(cell));
     }
     layers.push_back({{"index", l}, {"pairs", pairs}});
   }
@@ -292,6 +295,17 @@ Profile profile_from_json(const Json& j, const std::string& source) {
       if (!v1) {
         cell.metrics.o_mse = cj.number("o_mse", 0.0);
         cell.metrics.dkl_measured = cj.boolean("dkl_measured");
+        for (const auto& [field, values] : {std::pair{"o_mse_heads", &cell.metrics.o_mse_heads},
+                                            std::pair{"dkl_heads", &cell.metrics.dkl_heads}}) {
+          const auto heads = cj.optional_array(field);
+          if (!heads) continue;
+          const int n_kv = p.model.geometry.layers[l].n_kv_heads;
+          if (heads->size() != static_cast<size_t>(n_kv)) {
+            cj.invalid(field,
+                       fmt::format("{} values for the layer's {} KV heads", heads->size(), n_kv));
+          }
+          for (size_t h = 0; h < heads->size(); ++h) values->push_back(heads->number_at(h));
+        }
       }
       auto& slot = p.cells[l][idx];
       if (slot) cj.invalid(fmt::format("pair '{}' appears twice in layer {}", name, l));

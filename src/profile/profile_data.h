@@ -15,7 +15,7 @@
 //   complete     every (layer, candidate) cell present
 //   layers[]     {index, pairs[]: {pair, key, value, key_bits, value_bits, nominal_bits,
 //                 key_bytes_per_token, value_bytes_per_token, e_k, e_v, e_a, e_o, dkl, o_mse,
-//                 dkl_measured}}
+//                 dkl_measured, o_mse_heads, dkl_heads (layers of more than one KV head)}}
 //   timings      machine-dependent (seconds, threads, per shard; profile_timings.h): always last,
 //                and the only field that differs between reruns or between a merged and an
 //                unsharded profile.
@@ -62,6 +62,16 @@ struct CellMetrics {
   // Mean over (token, query head) of ||Ô - O||^2: the attention output's squared error, to which
   // dKL is proportional to second order (profile/dkl_estimate.h).
   double o_mse = 0;
+  // [KV head] each KV head's share of o_mse: the squared error of the query heads it serves, over
+  // the same count, so the shares sum to o_mse. Heads attend independently and every format packs
+  // one head's row on its own, so a share is exactly the o_mse of quantizing that head alone.
+  // Empty in profiles written before it existed (and in a one-KV-head layer's cells).
+  std::vector<double> o_mse_heads{};
+  // [KV head] dKL with only that head of the layer quantized: re-run like dkl for the cells whose
+  // dKL is measured, estimated for the others as alpha_h * o_mse_heads[h] (dkl_estimate.h). Heads
+  // differ in how their output error reaches the logits (each has its own columns of W_o), so a
+  // head's share of o_mse alone does not apportion dKL. Empty where o_mse_heads is.
+  std::vector<double> dkl_heads{};
   bool dkl_measured = true;  // false: dkl estimated from the layer's measured cells
 };
 

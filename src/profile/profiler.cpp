@@ -193,9 +193,12 @@ PendingCells pending_cells(const Profile& profile, const ProfileOptions& options
       if (profile.cells[static_cast<size_t>(l)][p]) continue;
       out.by_layer[static_cast<size_t>(l)].push_back(p);
       ++out.total;
-      // dKL re-runs layers l..L-1 plus the head (about one layer's worth on small models).
+      // dKL re-runs layers l..L-1 plus the head (about one layer's worth on small models): once
+      // with the layer quantized and, in a layer of several KV heads, once per head.
       if (profile.measures_dkl(p)) {
-        out.dkl_work += static_cast<double>(n_kl_prompts) * (n_layers - l + 1);
+        const int n_kv = profile.model.geometry.layers[static_cast<size_t>(l)].n_kv_heads;
+        out.dkl_work +=
+            static_cast<double>(n_kl_prompts) * (n_layers - l + 1) * (n_kv > 1 ? 1 + n_kv : 1);
       }
     }
   }

@@ -34,9 +34,13 @@ LayerCache make_layer_cache(const Plan& plan, int layer) {
          plan.model.name, plan.layers.size() - 1);
   }
   const PlanLayer& l = plan.layers[static_cast<size_t>(layer)];
-  return {std::make_unique<LayerKvCache>(layer,
-                                         plan.model.geometry.layers[static_cast<size_t>(layer)],
-                                         /*exact=*/false, l.pair, plan.quantization, l.fp8_scales)};
+  const KvLayerGeometry& geometry = plan.model.geometry.layers[static_cast<size_t>(layer)];
+  if (l.per_head()) {  // a per-KV-head plan's layer: its heads' pairs
+    return {
+        std::make_unique<LayerKvCache>(layer, geometry, l.heads, plan.quantization, l.fp8_scales)};
+  }
+  return {std::make_unique<LayerKvCache>(layer, geometry, /*exact=*/false, l.pair,
+                                         plan.quantization, l.fp8_scales)};
 }
 
 // Rows of [n, n_kv_heads * head_dim] (or [n, n_kv_heads, head_dim]) for this layer.

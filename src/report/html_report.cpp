@@ -69,7 +69,11 @@ std::string plan_table(const ReportData& d) {
     out += fmt::format(
         "<tr><td>{}</td><td>{}</td>{}{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td></tr>\n",
-        l.index, l.group, format_cell(l.pair.key, colors), format_cell(l.pair.value, colors),
+        l.index, l.group,
+        l.heads.empty() ? format_cell(l.pair.key, colors)
+                        : fmt::format("<td class=\"l\">{}</td>", esc(l.side_text(true))),
+        l.heads.empty() ? format_cell(l.pair.value, colors)
+                        : fmt::format("<td class=\"l\">{}</td>", esc(l.side_text(false))),
         format_significant(l.key_bytes_per_token, 4),
         format_significant(l.value_bytes_per_token, 4), optional_significant(l.dkl),
         optional_significant(l.e_o), optional_significant(l.surrogate_weight));

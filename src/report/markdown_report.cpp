@@ -53,7 +53,8 @@ std::string heatmap_table(const Heatmap& h, const std::vector<LayerRow>& layers)
     for (size_t c = 0; c < h.candidates.size(); ++c) {
       std::string v = format_significant(h.values[l][c], 3);
       // Bold: the plan's choice for this layer.
-      if (l < layers.size() && layers[l].pair.name() == h.candidates[c]) v = "**" + v + "**";
+      if (l < layers.size() && layers[l].heads.empty() && layers[l].pair.name() == h.candidates[c])
+        v = "**" + v + "**";
       cells.push_back(v);
     }
     out += row(cells);
@@ -73,8 +74,8 @@ std::string markdown_report(const ReportData& d) {
                "e_o of this pair", "surrogate weight"},
               4);
   for (const LayerRow& l : d.layers) {
-    m += row({std::to_string(l.index), std::to_string(l.group), l.pair.key.name(),
-              l.pair.value.name(), format_significant(l.key_bytes_per_token, 4),
+    m += row({std::to_string(l.index), std::to_string(l.group), l.side_text(true),
+              l.side_text(false), format_significant(l.key_bytes_per_token, 4),
               format_significant(l.value_bytes_per_token, 4), optional_significant(l.dkl),
               optional_significant(l.e_o), optional_significant(l.surrogate_weight)});
   }

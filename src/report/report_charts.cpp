@@ -102,8 +102,10 @@ SvgPageSize heatmap_size(size_t n_layers) {
 std::vector<FormatColor> plan_format_colors(const std::vector<LayerRow>& layers) {
   std::map<std::pair<double, std::string>, int> order;  // (-bits, name)
   for (const LayerRow& l : layers) {
-    for (const Format& f : {l.pair.key, l.pair.value}) {
-      order.emplace(std::pair{-f.info().bits * 1.0, f.name()}, 0);
+    for (const KvPair& p : l.heads.empty() ? std::vector<KvPair>{l.pair} : l.heads) {
+      for (const Format& f : {p.key, p.value}) {
+        order.emplace(std::pair{-f.info().bits * 1.0, f.name()}, 0);
+      }
     }
   }
   std::vector<FormatColor> colors;
@@ -301,15 +303,29 @@ Chart plan_chart(const ReportData& d) {
     plvpor(70.0 / size.width, right, 0.40, 0.88);
     plwind(0, static_cast<double>(n), 0, 2);
     for (size_t l = 0; l < n; ++l) {
-      const KvPair& p = d.layers[l].pair;
-      fill_rect(as_double(l), 1, as_double(l + 1), 2, color_of(p.key));
-      fill_rect(as_double(l), 0, as_double(l + 1), 1, color_of(p.value));
+      // A per-KV-head layer: one sub-column per head.
+      const std::vector<KvPair> heads =
+          d.layers[l].heads.empty() ? std::vector<KvPair>{d.layers[l].pair} : d.layers[l].heads;
+      const double w = 1.0 / static_cast<double>(heads.size());
+      for (size_t h = 0; h < heads.size(); ++h) {
+        const double x0 = as_double(l) + w * as_double(h), x1 = x0 + w;
+        fill_rect(x0, 1, x1, 2, color_of(heads[h].key));
+        fill_rect(x0, 0, x1, 1, color_of(heads[h].value));
+      }
       plcol0(kBackgroundColor);
       const PLFLT sx[2] = {as_double(l), as_double(l)}, sy[2] = {0, 2};
       plline(2, sx, sy);
       plcol0(kForegroundColor);
-      plptex(as_double(l) + 0.5, 1.42, 1, 0, 0.5, fmt::format("{}", p.key.info().bits).c_str());
-      plptex(as_double(l) + 0.5, 0.42, 1, 0, 0.5, fmt::format("{}", p.value.info().bits).c_str());
+      // Bits per side; "h" where the layer's heads differ in bits.
+      const auto bits_label = [&](bool keys) {
+        const auto bits = [&](const KvPair& p) { return (keys ? p.key : p.value).info().bits; };
+        for (const KvPair& p : heads) {
+          if (bits(p) != bits(heads.front())) return std::string("h");
+        }
+        return fmt::format("{}", bits(heads.front()));
+      };
+      plptex(as_double(l) + 0.5, 1.42, 1, 0, 0.5, bits_label(true).c_str());
+      plptex(as_double(l) + 0.5, 0.42, 1, 0, 0.5, bits_label(false).c_str());
     }
     plcol0(kForegroundColor);
     plbox("bc", 0, 0, "bc", 0, 0);

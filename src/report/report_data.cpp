@@ -52,7 +52,18 @@ Heatmap heatmap(const Profile& p, bool dkl) {
   return h;
 }
 
-// A pair's sensitivity in one layer of the search's view (a side profile's pairs are sums).
+}  // namespace
+
+std::string LayerRow::side_text(bool keys) const {
+  if (heads.empty()) return (keys ? pair.key : pair.value).name();
+  std::string out;
+  for (const KvPair& p : heads) out += (out.empty() ? "" : " ") + (keys ? p.key : p.value).name();
+  return out;
+}
+
+namespace {
+
+// A pair's sensitivity in one entry of the search's view (a side profile's pairs are sums).
 std::optional<double> pair_error(const std::vector<LayerCandidates>& view, size_t layer,
                                  const KvPair& pair) {
   if (layer >= view.size()) return std::nullopt;
@@ -77,10 +88,7 @@ MemoryRow memory_row(const std::string& label, const KvGeometry& g,
   MemoryRow row;
   row.label = label;
   row.bytes_per_token = kv_bytes_per_token(g, pairs, s);
-  for (int l = 0; l < g.n_layers(); ++l) {
-    row.equivalent_bits += pairs[static_cast<size_t>(l)].nominal_bits(g.layers[l].head_dim);
-  }
-  row.equivalent_bits /= g.n_layers();
+  row.equivalent_bits = kv_equivalent_bits(g, pairs);
   row.compression_vs_bf16 = bf16_bytes_per_token / row.bytes_per_token;
   for (int64_t t : o.contexts) {
     const uint64_t bytes = kv_cache_bytes(g, pairs, s, t, 1);
@@ -163,19 +171,49 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   const size_t n = plan.layers.size();
   const std::vector<double>& weights = provenance.surrogate_weights;
   const KvGeometry& g = plan.model.geometry;
+  // A per-KV-head plan: its entries are (layer, head), its surrogate weights one per entry, and a
+  // per-head layer's dKL the sum of its heads' (profile/pair_view.h).
+  std::vector<LayerCandidates> head_view;
+  if (plan.per_head()) {
+    try {
+      head_view = candidates_from_profile(profile, SensitivityMetric::kDkl, KvGranularity::kHead);
+    } catch (const Error& e) {
+      d.warnings.push_back(fmt::format("per-KV-head dKL not shown: {}", e.what()));
+    }
+  }
+  size_t first_entry = 0;  // the layer's first entry in a per-head plan
   for (size_t l = 0; l < n; ++l) {
     const PlanLayer& pl = plan.layers[l];
+    const size_t heads = static_cast<size_t>(g.layers[l].n_kv_heads);
     LayerRow row;
     row.index = pl.index;
     row.group = pl.group;
     row.pair = pl.pair;
-    const LayerTokenBytes bytes =
-        layer_bytes_per_token(g.layers[l], pl.pair, plan.quantization, static_cast<int>(l));
+    row.heads = pl.heads;
+    const LayerTokenBytes bytes = plan_layer_bytes(plan, l);
     row.key_bytes_per_token = bytes.key;
     row.value_bytes_per_token = bytes.value;
-    if (const auto e = pair_error(dkl_view, l, pl.pair)) row.dkl = *e;
-    if (const auto e = pair_error(e_o_view, l, pl.pair)) row.e_o = *e;
-    if (!weights.empty()) row.surrogate_weight = weights[l];
+    if (!pl.per_head()) {
+      if (const auto e = pair_error(dkl_view, l, pl.pair)) row.dkl = *e;
+      if (const auto e = pair_error(e_o_view, l, pl.pair)) row.e_o = *e;
+    } else if (head_view.size() == static_cast<size_t>(g.n_kv_heads_total())) {
+      double sum = 0;
+      bool all = true;
+      for (size_t h = 0; h < heads; ++h) {
+        const auto e = pair_error(head_view, first_entry + h, pl.heads[h]);
+        all = all && e.has_value();
+        sum += e.value_or(0);
+      }
+      if (all) row.dkl = sum;
+    }
+    if (weights.size() == n) {
+      row.surrogate_weight = weights[l];
+    } else if (weights.size() == static_cast<size_t>(g.n_kv_heads_total())) {
+      double sum = 0;
+      for (size_t h = 0; h < heads; ++h) sum += weights[first_entry + h];
+      row.surrogate_weight = sum / static_cast<double>(heads);
+    }
+    first_entry += heads;
     d.layers.push_back(row);
   }
 
@@ -289,6 +327,15 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
                          format_significant(q.best_uniform->mean_kl),
                          format_significant(q.best_uniform->ratio, 3)));
   }
+  for (const ComparedPlan& c : q.compared_plans) {
+    add_fact(vf,
+             fmt::format("against {} ({}, {} B/token)", c.source, c.granularity,
+                         format_significant(c.bytes_per_token, 6)),
+             fmt::format("mean KL {}; plan - it {} [{}, {}]: {}", format_significant(c.mean_kl),
+                         format_significant(c.difference.plan_minus_baseline),
+                         format_significant(c.difference.low),
+                         format_significant(c.difference.high), c.difference.verdict));
+  }
 
   // Memory: the plan, bf16 and every uniform baseline the model can pack, by memory_estimate.
   d.memory = memory;
@@ -315,8 +362,8 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
   bf16_settings.mode = QuantMode::kPerToken;
   const std::vector<KvPair> bf16(n, KvPair::parse("KV16"));
   const double bf16_bytes = kv_bytes_per_token(g, bf16, bf16_settings);
-  MemoryRow plan_row =
-      memory_row("plan", g, plan.pairs(), plan.quantization, bf16_bytes, memory, d.available_bytes);
+  MemoryRow plan_row = memory_row("plan", g, plan.kv_config(), plan.quantization, bf16_bytes,
+                                  memory, d.available_bytes);
   plan_row.is_plan = true;
   d.memory_rows.push_back(plan_row);
   d.memory_rows.push_back(

@@ -48,9 +48,14 @@ struct LayerRow {
   int index = 0;
   int group = 0;
   KvPair pair;
+  std::vector<KvPair> heads;  // a per-KV-head layer's pairs per head (then `pair` is unused)
   double key_bytes_per_token = 0, value_bytes_per_token = 0;
   std::optional<double> dkl, e_o;          // the profile's cell for the chosen pair, if profiled
-  std::optional<double> surrogate_weight;  // the refit surrogate's weight of this layer
+  std::optional<double> surrogate_weight;  // the refit surrogate's weight of this layer (its
+                                           // heads' mean in a per-head plan)
+
+  // The K (keys) or V column: the format, or a per-head layer's formats per head ("q8_0 q4_0").
+  [[nodiscard]] std::string side_text(bool keys) const;
 };
 
 // A point of the search's Pareto front (memory in the plan's memory measure).

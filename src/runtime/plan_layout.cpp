@@ -16,6 +16,15 @@ PlanLayout::PlanLayout(const Plan& plan, const LayoutOptions& options)
          block_size_);
   }
   const KvGeometry& g = plan.model.geometry;
+  for (const PlanLayer& l : plan.layers) {
+    if (l.per_head()) {
+      fail(ErrorCode::kUnimplemented,
+           "plan layer {} gives its KV heads different pairs: the runtime's pages hold one pair "
+           "per layer (per-KV-head plans run in eval, search and the harness cache; the runtime "
+           "does not take them yet)",
+           l.index);
+    }
+  }
   if (plan.layers.size() != g.layers.size()) {
     fail(ErrorCode::kInvalidArgument, "plan lists {} layers for a {}-layer geometry",
          plan.layers.size(), g.layers.size());

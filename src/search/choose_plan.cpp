@@ -51,17 +51,25 @@ SearchOutcome choose_plan(const SearchInputs& in) {
   const SearchOptions& options = in.options;
   check_profile_is_of(profile, in.model);
   SearchOutcome out;
-  std::vector<LayerCandidates> all = candidates_from_profile(profile, options.metric);
+  std::vector<LayerCandidates> all =
+      candidates_from_profile(profile, options.metric, options.granularity);
   if (!budget.layer_token_share.empty()) {
-    if (budget.layer_token_share.size() != all.size()) {
+    if (budget.layer_token_share.size() != static_cast<size_t>(profile.n_layers())) {
       fail(ErrorCode::kInternal, "{} layer token shares for {} layers",
-           budget.layer_token_share.size(), all.size());
+           budget.layer_token_share.size(), profile.n_layers());
     }
-    for (size_t l = 0; l < all.size(); ++l) {
-      for (LayerCandidate& c : all[l].candidates) c.bytes_per_token *= budget.layer_token_share[l];
+    for (LayerCandidates& entry : all) {
+      const double share = budget.layer_token_share[static_cast<size_t>(entry.layer_of_model())];
+      for (LayerCandidate& c : entry.candidates) c.bytes_per_token *= share;
     }
   }
   const EngineSpec& engine = engine_spec(options.engine);
+  if (options.granularity == KvGranularity::kHead && engine.id != EngineId::kKvplan) {
+    fail(ErrorCode::kInvalidArgument,
+         "--per-head: {} takes one format per layer; per-KV-head plans are kvplan's own (search "
+         "per head without --engine, then `kvplan export` lists what {} loses)",
+         engine.name, engine.name);
+  }
   const int head_dim = common_head_dim(in.model.geometry);
   EngineSpace engine_space =
       engine_search_space(all, engine, head_dim, budget.measure, budget.limit);
@@ -188,6 +196,18 @@ SearchOutcome choose_plan(const SearchInputs& in) {
       measured.push_back(b.report.mean_kl);
     }
     out.rank_correlation_on_report = spearman_rank_correlation(predicted, measured);
+  }
+
+  // Other plans on the report text, paired with the chosen one prompt by prompt.
+  for (const PlanToCompare& other : options.compare_plans) {
+    ComparedPlanResult r{other, measure_on(in.report, out.on_report, other.config)};
+    const PairedInterval ci = paired_bootstrap(out.plan_report.kl_sums, r.report.kl_sums,
+                                               out.plan_report.scored_per_prompt,
+                                               options.bootstrap_resamples, options.nsga2.seed);
+    r.diff = ci.mean_difference;
+    r.diff_low = ci.low;
+    r.diff_high = ci.high;
+    out.compared.push_back(std::move(r));
   }
 
   // The plan and the best uniform baseline at long contexts.

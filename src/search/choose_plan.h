@@ -23,15 +23,26 @@
 #include "search/held_out_kl.h"
 #include "search/layer_groups.h"
 #include "search/long_context_kl.h"
+#include "search/paired_stats.h"
 #include "search/validation_loop.h"
 
 namespace kvplan::search {
 
 enum class ClusterMode { kOff, kOn, kAuto };  // auto: on only when it costs < 1 % at the budget
 
+// A plan measured on the report text beside the chosen one (`--compare-plan`).
+struct PlanToCompare {
+  std::string source;          // file name
+  std::vector<KvPair> config;  // one pair per layer, or per KV head (Plan::kv_config)
+  bool per_head = false;
+  double bytes_per_token = 0;
+};
+
 // How the search runs (the budget is apart: formats/budget.h).
 struct SearchOptions {
   SensitivityMetric metric = SensitivityMetric::kDkl;
+  // Whether each layer, or each KV head of each layer, takes its own pair (profile/pair_view.h).
+  KvGranularity granularity = KvGranularity::kLayer;
   // The serving engine the plan must run on: its formats and its layer structure only.
   EngineId engine = EngineId::kKvplan;
   ClusterMode cluster = ClusterMode::kAuto;
@@ -44,6 +55,7 @@ struct SearchOptions {
   std::vector<std::string> reference_baselines = {
       "q8_0/q8_0", "q4_0/q4_0", "q8_0/q4_0", "KV8", "K8V4", "KV4", "K4V2", "KV2", "iq4_nl/iq4_nl"};
   int bootstrap_resamples = 2000;
+  std::vector<PlanToCompare> compare_plans{};
 };
 
 // A text set the search measures on, with its exact-KV reference computed once.
@@ -73,9 +85,14 @@ struct BaselineResult {
   double diff = 0, diff_low = 0, diff_high = 0;  // plan - baseline mean KL, 95 % interval
 
   // "plan lower" / "plan higher" when the interval excludes zero, else "no difference".
-  [[nodiscard]] const char* verdict() const {
-    return diff_high < 0 ? "plan lower" : diff_low > 0 ? "plan higher" : "no difference";
-  }
+  [[nodiscard]] const char* verdict() const { return paired_verdict(diff_low, diff_high); }
+};
+
+// Another plan on the report text: its result and the chosen plan's paired difference from it.
+struct ComparedPlanResult {
+  PlanToCompare plan;
+  HeldOutKl::Result report;
+  double diff = 0, diff_low = 0, diff_high = 0;  // chosen - compared, 95 % interval
 };
 
 struct SearchOutcome {
@@ -93,7 +110,8 @@ struct SearchOutcome {
   double nsga_exact_coverage = 0;  // fraction of the exact front an unseeded NSGA-II finds
   // The plan (mean_kl[0]) and the best measured uniform baseline (mean_kl[1]) at long contexts.
   std::vector<LongContextKl::Row> long_context;
-  // Every real evaluation, by configuration (one pair per layer).
+  std::vector<ComparedPlanResult> compared;  // SearchOptions::compare_plans, in order
+  // Every real evaluation, by configuration (one pair per search entry: layer or KV head).
   std::map<std::vector<KvPair>, HeldOutKl::Result> on_selection, on_report;
 };
 

@@ -31,7 +31,7 @@ std::vector<LayerCandidates> pruned(const std::vector<LayerCandidates>& layers,
                                     MemoryMeasure measure) {
   std::vector<LayerCandidates> out;
   for (const LayerCandidates& l : layers)
-    out.push_back({l.layer, pareto_front(l.candidates, measure)});
+    out.push_back({l.layer, pareto_front(l.candidates, measure), l.model_layer, l.head});
   return out;
 }
 
@@ -170,7 +170,7 @@ EngineSpace structured_space(const std::vector<LayerCandidates>& stored, const E
       const auto layers_with = [&](const auto& keep) {
         std::vector<LayerCandidates> layers;
         for (const LayerCandidates& s : stored) {
-          LayerCandidates kept{s.layer, {}};
+          LayerCandidates kept{s.layer, {}, s.model_layer, s.head};
           for (const LayerCandidate& o : s.candidates) {
             if (model_dtype(o.pair) || (!is_boundary(s.layer) && keep(o.pair)))
               kept.candidates.push_back(o);
@@ -226,7 +226,7 @@ EngineSpace engine_search_space(const std::vector<LayerCandidates>& all, const E
   const auto stored_under = [&](const auto& keep) {
     std::vector<LayerCandidates> stored;
     for (const LayerCandidates& l : all) {
-      LayerCandidates kept{l.layer, {}};
+      LayerCandidates kept{l.layer, {}, l.model_layer, l.head};
       for (const LayerCandidate& c : l.candidates) {
         if (keep(c.pair)) kept.candidates.push_back(c);
       }

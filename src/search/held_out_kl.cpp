@@ -66,12 +66,16 @@ size_t exact_logits_budget() {
 
 }  // namespace
 
-KvCacheOptions HeldOutKl::CacheRules::cache_for(const std::vector<KvPair>& pairs) const {
-  KvCacheOptions kv = KvCacheOptions::per_layer(pairs, settings);
+KvCacheOptions HeldOutKl::CacheRules::cache_for(const std::vector<KvPair>& pairs,
+                                                const KvGeometry& geometry) const {
+  const size_t n_layers = geometry.layers.size();
+  KvCacheOptions kv = KvCacheOptions::of_config(pairs, geometry, settings);
   kv.chunk_attends_quantized = chunk_attends_quantized;
   if (!kv_absmax.empty()) {
-    for (size_t l = 0; l < pairs.size(); ++l) {
-      kv.fp8_scales.push_back(fp8_scales_for(pairs[l], kv_absmax.at(l)));
+    for (size_t l = 0; l < n_layers; ++l) {
+      kv.fp8_scales.push_back(l < kv.head_pairs.size() && !kv.head_pairs[l].empty()
+                                  ? fp8_scales_for_heads(kv.head_pairs[l], kv_absmax.at(l))
+                                  : fp8_scales_for(kv.pairs[l], kv_absmax.at(l)));
     }
   }
   return kv;
@@ -133,7 +137,7 @@ int64_t HeldOutKl::n_tokens() const {
 }
 
 HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
-  const KvCacheOptions kv = rules_.cache_for(pairs);
+  const KvCacheOptions kv = rules_.cache_for(pairs, kv_geometry(model_.config()));
   std::vector<PromptScore> scores(prompts_.size());
   for_each_prompt(prompts_.size(), [&](size_t i) {
     const RowMatrix quantized = next_token_logits(model_, prompts_[i], kv);

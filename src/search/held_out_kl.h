@@ -44,8 +44,11 @@ class HeldOutKl {
     // [layer] K/V maxima FP8 layers take their per-head scales from; empty = scale 1.
     std::vector<KvHeadAbsmax> kv_absmax{};
 
-    // The cache options of a configuration with one pair per model layer under these rules.
-    [[nodiscard]] KvCacheOptions cache_for(const std::vector<KvPair>& pairs) const;
+    // The cache options of a configuration under these rules: one pair per model layer, or one
+    // per KV head (layer-major, geometry.n_kv_heads_total() of them; per-KV-head plans). Throws
+    // Error(kInvalidArgument) for any other count.
+    [[nodiscard]] KvCacheOptions cache_for(const std::vector<KvPair>& pairs,
+                                           const KvGeometry& geometry) const;
   };
 
   // Throws Error(kInvalidArgument) if there are no prompts with at least two tokens.
@@ -54,7 +57,7 @@ class HeldOutKl {
   HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
             const CacheRules& rules, std::optional<size_t> exact_logits_bytes = std::nullopt);
 
-  // `pairs` has one entry per model layer.
+  // `pairs` has one entry per model layer, or one per KV head (CacheRules::cache_for).
   [[nodiscard]] Result measure(const std::vector<KvPair>& pairs) const;
   [[nodiscard]] int64_t n_tokens() const;
   [[nodiscard]] int64_t n_scored() const { return scored_; }

@@ -37,7 +37,10 @@ LongContextKl::LongContextKl(const Transformer& model, std::vector<int32_t> stre
 std::vector<LongContextKl::Row> LongContextKl::measure(
     const std::vector<std::vector<KvPair>>& configs) const {
   std::vector<KvCacheOptions> caches;
-  for (const std::vector<KvPair>& pairs : configs) caches.push_back(rules_.cache_for(pairs));
+  const KvGeometry geometry = kv_geometry(model_.config());
+  for (const std::vector<KvPair>& pairs : configs) {
+    caches.push_back(rules_.cache_for(pairs, geometry));
+  }
   std::vector<Row> rows;
   for (const int ctx : contexts_) {
     EvalOptions options;

@@ -27,6 +27,12 @@ struct PairedInterval {
   bool b_lower = false;        // low > 0
 };
 
+// "plan lower" / "plan higher" when a 95 % interval of plan - other excludes zero, else
+// "no difference".
+inline const char* paired_verdict(double low, double high) {
+  return high < 0 ? "plan lower" : low > 0 ? "plan higher" : "no difference";
+}
+
 // Resamples units with replacement `resamples` times from a std::mt19937_64 seeded by `seed`; the
 // same inputs and seed give the same interval on every platform. Throws Error(kInvalidArgument)
 // for unequal sizes, no units, a weight that is not > 0, a non-finite sum or resamples < 100.

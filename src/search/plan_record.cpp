@@ -1,5 +1,6 @@
 #include "search/plan_record.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -44,6 +45,12 @@ PlanQuality quality_of(const SearchInputs& in, const SearchOutcome& out) {
   if (std::isfinite(out.rank_correlation)) quality.rank_correlation = out.rank_correlation;
   if (std::isfinite(out.rank_correlation_on_report)) {
     quality.rank_correlation_on_report = out.rank_correlation_on_report;
+  }
+  for (const ComparedPlanResult& c : out.compared) {
+    quality.compared_plans.push_back(
+        {c.plan.source, c.plan.per_head ? "per KV head" : "per layer", c.plan.bytes_per_token,
+         c.report.mean_kl, c.report.top1_agreement,
+         KlDifference{c.diff, c.diff_low, c.diff_high, paired_verdict(c.diff_low, c.diff_high)}});
   }
   if (!out.best_baseline) return quality;
   const BaselineResult& best = out.baselines[*out.best_baseline];
@@ -129,6 +136,7 @@ void record_provenance(const SearchInputs& in, const SearchOutcome& out, Plan& p
       "exact front of the additive surrogate (multiple-choice knapsack DP) + NSGA-II (pagmo2) "
       "on the corrected surrogate, validated on the selection text";
   pv.sensitivity = options.metric == SensitivityMetric::kDkl ? "dkl" : "e_o";
+  if (options.granularity == KvGranularity::kHead) pv.granularity = "per KV head";
   pv.memory_measure =
       in.budget.measure == MemoryMeasure::kBits ? "equivalent_bits" : "bytes_per_token";
   pv.budget = in.budget.description;
@@ -188,10 +196,29 @@ Plan record_plan(const SearchInputs& in, const SearchOutcome& out, const RecordS
     // A layer in a key group and a value group is listed under its key group.
     for (int l : out.space.groups[g].layers) group_of_layer.emplace(l, static_cast<int>(g));
   }
+  // Per model layer, its entries' pairs (one entry, or one per KV head).
+  std::map<int, std::vector<std::pair<size_t, KvPair>>> entries_of_layer;
   for (size_t i = 0; i < out.space.layers.size(); ++i) {
-    const int l = out.space.layers[i].layer;
-    const KvPair& pair = out.loop.chosen.assignment.pairs[i];
-    plan.layers.push_back({l, group_of_layer.at(l), pair, profile.fp8_scales(l, pair)});
+    entries_of_layer[out.space.layers[i].layer_of_model()].emplace_back(
+        i, out.loop.chosen.assignment.pairs[i]);
+  }
+  for (const auto& [l, entries] : entries_of_layer) {
+    std::vector<KvPair> heads;
+    for (const auto& [i, pair] : entries) heads.push_back(pair);
+    const int group = group_of_layer.at(out.space.layers[entries.front().first].layer);
+    const bool differ =
+        std::any_of(heads.begin(), heads.end(), [&](const KvPair& p) { return p != heads[0]; });
+    if (!differ) {
+      plan.layers.push_back({l, group, heads[0], profile.fp8_scales(l, heads[0])});
+      continue;
+    }
+    const KvLayerGeometry& lg = in.model.geometry.layers.at(static_cast<size_t>(l));
+    plan.layers.push_back(
+        {l, group, widest_pair_of_heads(heads, lg, profile.quantization, l),
+         profile.kv_absmax.empty()
+             ? KvHeadScales{}
+             : fp8_scales_for_heads(heads, profile.kv_absmax.at(static_cast<size_t>(l))),
+         heads});
   }
   plan.results.quality = quality_of(in, out);
   record_baselines(in, out, plan);

@@ -25,7 +25,7 @@ Batcher::Batcher(const Transformer& model, const Plan& plan, RuntimeOptions runt
                  uint64_t kv_memory_bytes)
     : model_(model),
       geometry_(plan.model.geometry),
-      pairs_(plan.pairs()),
+      pairs_(plan.pairs("kvplan serve")),
       settings_(plan.quantization),
       cache_options_(cache_options(plan)),
       prefixes_(plan, std::move(runtime)),

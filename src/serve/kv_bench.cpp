@@ -65,7 +65,7 @@ KvMemoryRow measure_kv_memory(const ModelConfig& config, const KvCacheOptions& o
   const std::vector<KvPair> pairs =
       options.exact
           ? std::vector<KvPair>(static_cast<size_t>(config.n_layers), KvPair::parse("f32/f32"))
-          : options.pairs;
+          : options.config(geometry);
   const QuantSettings settings = options.exact ? QuantSettings{} : options.settings;
   int fds[2];
   if (::pipe(fds) != 0) fail(ErrorCode::kInternal, "bench kv: pipe() failed");

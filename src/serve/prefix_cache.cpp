@@ -34,7 +34,7 @@ RuntimeOptions checked(const Plan& plan, RuntimeOptions options) {
 }  // namespace
 
 KvCacheOptions cache_options(const Plan& plan) {
-  KvCacheOptions o = KvCacheOptions::per_layer(plan.pairs(), plan.quantization);
+  KvCacheOptions o = KvCacheOptions::per_layer(plan.pairs("the prefix cache"), plan.quantization);
   o.fp8_scales = plan.fp8_scales();
   return o;
 }

@@ -280,5 +280,25 @@ TEST(Exporters, DescribeLossesGroupsLayersIntoRanges) {
                                       "every layer mode: kivi -> per-token (t)"}));
 }
 
+// A per-KV-head layer reaches an engine of one format per layer as its widest head format on
+// every head, each differing side listed.
+TEST(Exporters, PerHeadLayersExportTheirWidestHeadFormatsAndListTheLoss) {
+  Plan p = plan_with({"q8_0/q8_0", "q8_0/q4_0"});
+  p.layers[1].heads = {KvPair::parse("q4_0/q4_0"), KvPair::parse("q8_0/q4_0")};
+  p.layers[1].pair =
+      widest_pair_of_heads(p.layers[1].heads, p.model.geometry.layers[1], p.quantization, 1);
+  ASSERT_EQ(p.layers[1].pair, KvPair::parse("q8_0/q4_0"));
+  const PlanExport e = export_plan(p, EngineId::kIkLlamaCpp);
+  ASSERT_FALSE(e.losses.empty());
+  EXPECT_EQ(e.losses.front().layer, 1);
+  EXPECT_EQ(e.losses.front().field, "key");
+  EXPECT_EQ(e.losses.front().planned, "per KV head q4_0,q8_0");
+  EXPECT_EQ(e.losses.front().exported, "q8_0");
+  // Values agree across the heads: no loss for them.
+  for (const ExportLoss& loss : e.losses) {
+    EXPECT_FALSE(loss.layer == 1 && loss.field == "value") << loss.planned;
+  }
+}
+
 }  // namespace
 }  // namespace kvplan

@@ -137,5 +137,24 @@ TEST(MemoryEstimate, TokensThatFitIsTheLargestCountUnderTheBudget) {
   EXPECT_THROW((void)kv_cache_bytes(g, all(31, "KV8"), exact(), 1, 1), Error);
 }
 
+// A configuration per KV head counts each head as a layer of one head: alike heads give the
+// per-layer bytes, and a layer's heads in two formats give half of each.
+TEST(KvBytes, ConfigurationsPerKvHeadCountEachHeadsBytes) {
+  const KvGeometry g = KvGeometry::uniform("m", 2, 2, 64);
+  const KvPair q8 = KvPair::parse("q8_0/q8_0"), q4 = KvPair::parse("q4_0/q4_0");
+  const QuantSettings s{};
+  EXPECT_EQ(kv_cache_bytes(g, std::vector<KvPair>(4, q8), s, 1000, 3),
+            kv_cache_bytes(g, std::vector<KvPair>(2, q8), s, 1000, 3));
+  const std::vector<KvPair> mixed{q8, q4, q4, q4};
+  EXPECT_EQ(kv_cache_bytes(g, mixed, s, 1000, 1),
+            (kv_cache_bytes(g, std::vector<KvPair>(2, q8), s, 1000, 1) +
+             3 * kv_cache_bytes(g, std::vector<KvPair>(2, q4), s, 1000, 1)) /
+                4);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(g, mixed, s), (68 + 68) + 3 * (36 + 36));
+  EXPECT_DOUBLE_EQ(kv_equivalent_bits(g, mixed), (6.0 + 4.0) / 2);
+  EXPECT_DOUBLE_EQ(kv_equivalent_bits(g, std::vector<KvPair>(2, q8)), 8.0);
+  EXPECT_THROW((void)kv_cache_bytes(g, std::vector<KvPair>(3, q8), s, 10, 1), Error);
+}
+
 }  // namespace
 }  // namespace kvplan

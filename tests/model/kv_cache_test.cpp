@@ -165,7 +165,7 @@ TEST_P(PackedCache, ReadsTheRoundTripRowsAndAttendsAlikeAtEveryStep) {
       // above bit for bit; KIVI's exact residual rows, rotated forward by the read, come back to
       // rounding.
       for (const KvSide side : {KvSide::kKey, KvSide::kValue}) {
-        const int span = cache.rotation_span(side);
+        const int span = cache.rotation_span(side, 0);
         if (span == 0) continue;
         std::vector<float> plain(n * kDim);
         for (int h = 0; h < kHeads; ++h) {
@@ -192,8 +192,8 @@ TEST_P(PackedCache, ReadsTheRoundTripRowsAndAttendsAlikeAtEveryStep) {
       std::vector<float> a(step * q_width), b(step * q_width);
       attend_chunk(q.data(), q_width, step, pos, cache, shape, a.data(), q_width);
       attend_chunk(q.data(), q_width, step, pos, exact, shape, b.data(), q_width);
-      if (step > 1 ||
-          (cache.rotation_span(KvSide::kKey) == 0 && cache.rotation_span(KvSide::kValue) == 0)) {
+      if (step > 1 || (cache.rotation_span(KvSide::kKey, 0) == 0 &&
+                       cache.rotation_span(KvSide::kValue, 0) == 0)) {
         ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "at " << n;
       } else {
         for (size_t i = 0; i < a.size(); ++i) {
@@ -264,6 +264,94 @@ TEST(PackedCache, RefusesWhatItCannotHold) {
   EXPECT_THROW(LayerKvCache(0, {kHeads, kDim, 0}, false, KvPair::parse("slot:134"), {}), Error);
   EXPECT_THROW(LayerKvCache(0, {kHeads, kDim, 0}, false, KvPair::parse("q4_0/int4_kivi"), {}),
                Error);
+}
+
+// A layer whose two KV heads take different pairs returns, for each head, bit for bit what a
+// layer of that head's pair returns for it, at every step of a prefill-then-decode schedule (a
+// KIVI head keeping its residual window beside a per-token one, a rotated one beside a plain
+// one); attention over it equals, row for row, attention over those one-pair layers; its pages
+// hold each run's bytes.
+TEST(PackedCache, PerHeadLayersReadEachHeadAsALayerOfItsPair) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const auto random_rows = [&](size_t n) {
+    std::vector<float> r(n * kWidth);
+    for (float& x : r) x = dist(rng);
+    return r;
+  };
+  QuantSettings settings;
+  const AttentionShape shape{.n_heads = 2 * kHeads, .n_kv_heads = kHeads, .head_dim = kDim};
+  const size_t q_width = 2 * kWidth;
+  for (const auto& [a, b] : {std::pair{"q8_0/q4_0", "int4_kivi/tq_mse3"},
+                             std::pair{"q4_0_had/iq4_nl", "q4_0/q8_0_had64"},
+                             std::pair{"tq_mse4/int4", "int2_kivi/q5_0"}}) {
+    const std::vector<KvPair> heads{KvPair::parse(a), KvPair::parse(b)};
+    LayerKvCache mixed(1, {kHeads, kDim, 0}, heads, settings);
+    ASSERT_TRUE(mixed.per_head());
+    EXPECT_THROW((void)mixed.layout(), Error);
+    std::vector<LayerKvCache> single;
+    for (const KvPair& p : heads)
+      single.emplace_back(1, KvLayerGeometry{kHeads, kDim, 0}, false, p, settings);
+    size_t pos = 0;
+    for (const size_t step :
+         {size_t{37}, size_t{64}, size_t{1}, size_t{1}, size_t{30}, size_t{1}}) {
+      const std::vector<float> k = random_rows(step), v = random_rows(step);
+      mixed.append(k.data(), v.data(), step, kWidth);
+      mixed.commit();
+      for (LayerKvCache& c : single) {
+        c.append(k.data(), v.data(), step, kWidth);
+        c.commit();
+      }
+      pos += step;
+      std::vector<float> got(pos * kDim), want(pos * kDim), scratch(mixed.read_scratch_floats());
+      std::vector<float> scratch1(64 * kDim);
+      for (const KvSide side : {KvSide::kKey, KvSide::kValue}) {
+        for (int h = 0; h < kHeads; ++h) {
+          const LayerKvCache& one = single[static_cast<size_t>(h)];
+          EXPECT_EQ(mixed.rotation_span(side, h), one.rotation_span(side, h));
+          scratch1.resize(one.read_scratch_floats());
+          mixed.read(side, h, 0, pos, got.data(), scratch);
+          one.read(side, h, 0, pos, want.data(), scratch1);
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+              << a << " | " << b << " head " << h << " at " << pos;
+        }
+      }
+      const std::vector<float> q = random_rows(step * 2);
+      std::vector<float> out(step * q_width);
+      attend_chunk(q.data(), q_width, step, pos - step, mixed, shape, out.data(), q_width);
+      for (int h = 0; h < kHeads; ++h) {
+        std::vector<float> ref(step * q_width);
+        attend_chunk(q.data(), q_width, step, pos - step, single[static_cast<size_t>(h)], shape,
+                     ref.data(), q_width);
+        // KV head h serves query heads 2h and 2h + 1: columns [2h * kDim, (2h + 2) * kDim).
+        for (size_t t = 0; t < step; ++t) {
+          const size_t col = static_cast<size_t>(2 * h) * kDim;
+          ASSERT_EQ(std::memcmp(out.data() + t * q_width + col, ref.data() + t * q_width + col,
+                                2 * kDim * sizeof(float)),
+                    0)
+              << a << " | " << b << " head " << h << " row " << t << " at " << pos;
+        }
+      }
+    }
+    // What it holds: each run's pages over its heads (half a layer of each pair).
+    size_t pages = 0;
+    for (const LayerKvCache& c : single) pages += c.bytes_held();
+    EXPECT_GT(mixed.bytes_held(), 0u);
+    EXPECT_LE(mixed.bytes_held(), pages);
+  }
+}
+
+TEST(PackedCache, PerHeadOptionsKeepLayersWhoseHeadsAgreeAsOnePair) {
+  const KvPair q8 = KvPair::parse("q8_0/q8_0"), q4 = KvPair::parse("q4_0/q4_0");
+  const KvCacheOptions same = KvCacheOptions::per_head({{q8, q8}, {q4, q4}}, {});
+  EXPECT_TRUE(same.head_pairs.empty());
+  EXPECT_EQ(same.pairs, (std::vector<KvPair>{q8, q4}));
+  const KvCacheOptions mixed = KvCacheOptions::per_head({{q8, q8}, {q4, q8}}, {});
+  ASSERT_EQ(mixed.head_pairs.size(), 2u);
+  EXPECT_TRUE(mixed.head_pairs[0].empty());
+  EXPECT_EQ(mixed.layer_head_pairs(1, 2), (std::vector<KvPair>{q4, q8}));
+  EXPECT_EQ(mixed.layer_head_pairs(0, 2), (std::vector<KvPair>{q8, q8}));
+  EXPECT_THROW(LayerKvCache(0, {kHeads, kDim, 0}, std::vector<KvPair>{q8}, {}), Error);
 }
 
 }  // namespace

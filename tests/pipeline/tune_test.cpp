@@ -81,6 +81,43 @@ TEST_F(PipelineTune, TunesWithinTheBudgetAndHandsTheProfileOutBeforeTheSearch) {
   EXPECT_EQ(again.plan.results.quality.mean_kl, t.plan.results.quality.mean_kl);
 }
 
+// Per KV head on the same profile and budget: a plan whose layers may give their heads different
+// pairs, within the budget, measured against the per-layer plan on the report text (paired); its
+// plan.json is v3 and reads back to the same configuration.
+TEST_F(PipelineTune, SearchesPerKvHeadAndComparesWithThePerLayerPlan) {
+  pipeline::TuneRequest r = request(360);
+  const pipeline::TunedPlan per_layer = pipeline::tune(r);
+  const fs::path layer_plan = fs::temp_directory_path() / "kvplan_tune_test_per_layer.json";
+  write_plan(layer_plan, per_layer.plan);
+
+  pipeline::SearchRequest heads = r.search;
+  heads.options.granularity = KvGranularity::kHead;
+  heads.compare_plans = {layer_plan};
+  const pipeline::TunedPlan t = pipeline::search_profile(
+      per_layer.profile, model_, heads, std::nullopt, calibration_dir() / "default.jsonl");
+  const int n_kv = t.plan.model.geometry.n_kv_heads_total();
+  EXPECT_EQ(t.outcome.space.layers.size(), static_cast<size_t>(n_kv));
+  EXPECT_EQ(t.outcome.loop.chosen.assignment.pairs.size(), static_cast<size_t>(n_kv));
+  EXPECT_LE(summarize_plan(t.plan).bytes_per_token, 360);
+  EXPECT_EQ(t.plan.kv_config(),
+            t.plan.per_head() ? t.outcome.loop.chosen.assignment.pairs : t.plan.pairs());
+  const PlanQuality& q = t.plan.results.quality;
+  ASSERT_EQ(q.compared_plans.size(), 1u);
+  EXPECT_EQ(q.compared_plans[0].source, layer_plan.filename().string());
+  EXPECT_EQ(q.compared_plans[0].granularity, "per layer");
+  // The per-layer plan measures on the report text as it did in its own search.
+  EXPECT_EQ(q.compared_plans[0].mean_kl, per_layer.plan.results.quality.mean_kl.value());
+  EXPECT_NEAR(q.compared_plans[0].difference.plan_minus_baseline,
+              *q.mean_kl - q.compared_plans[0].mean_kl, 1e-12);
+  EXPECT_EQ(t.plan.results.provenance.granularity, "per KV head");
+  EXPECT_EQ(plan_to_json(t.plan)["schema"], kPlanSchemaV3);
+  EXPECT_EQ(t.plan.results.provenance.surrogate_weights.size(), static_cast<size_t>(n_kv));
+  const Plan back = plan_from_json(plan_to_json(t.plan), "plan.json");
+  EXPECT_EQ(back.kv_config(), t.plan.kv_config());
+  EXPECT_EQ(back.results.quality.compared_plans.size(), 1u);
+  fs::remove(layer_plan);
+}
+
 TEST_F(PipelineTune, RefusesABudgetBelowTheSmallestPlanBeforeProfiling) {
   pipeline::TuneRequest r = request(10);
   bool profiled = false;

@@ -93,6 +93,79 @@ TEST(Plan, MalformedPlansNameTheField) {
   EXPECT_THROW((void)plan_from_json(nlohmann::json::array(), "plan.json"), Error);
 }
 
+// A per-KV-head plan: layer 1's two heads take different pairs.
+Plan per_head_plan() {
+  Plan p = small_plan();
+  const KvPair q8 = KvPair::parse("q8_0/q8_0"), q4 = KvPair::parse("q4_0/q4_0");
+  p.layers[1].heads = {q8, q4};
+  p.layers[1].pair =
+      widest_pair_of_heads(p.layers[1].heads, p.model.geometry.layers[1], p.quantization, 1);
+  return p;
+}
+
+TEST(Plan, PerHeadPlansRoundTripAsSchemaV3AndCountEachHeadsBytes) {
+  const Plan p = per_head_plan();
+  EXPECT_TRUE(p.per_head());
+  EXPECT_EQ(p.layers[1].pair.name(), "q8_0/q8_0");  // per side the widest head format
+  const nlohmann::json j = plan_to_json(p);
+  EXPECT_EQ(j["schema"], kPlanSchemaV3);
+  EXPECT_FALSE(j["layers"][1].contains("key"));
+  ASSERT_EQ(j["layers"][1]["heads"].size(), 2u);
+  EXPECT_EQ(j["layers"][1]["heads"][1]["value"], "q4_0");
+  // A head's row: q8_0 34 bytes per 32 values, q4_0 18; two rows of 64 per head and side.
+  EXPECT_DOUBLE_EQ(j["layers"][1]["key_bytes_per_token"].get<double>(), 68 + 36);
+  const Plan back = plan_from_json(j, "plan.json");
+  EXPECT_EQ(back.layers[1].heads, p.layers[1].heads);
+  EXPECT_EQ(back.layers[1].pair, p.layers[1].pair);
+  EXPECT_EQ(plan_to_json(back), j);
+  EXPECT_DOUBLE_EQ(summarize_plan(back).bytes_per_token,
+                   2.0 * (68 + 36) + 2 * (68 + 36) + (68 + 36) * 2);
+  EXPECT_DOUBLE_EQ(summarize_plan(back).equivalent_bits, (6.0 + 6.0 + 6.0) / 3);
+  // The configuration per KV head, layer-major; consumers of one pair per layer are refused.
+  const std::vector<KvPair> config = back.kv_config();
+  ASSERT_EQ(config.size(), 6u);
+  EXPECT_EQ(config[2], KvPair::parse("q8_0/q8_0"));
+  EXPECT_EQ(config[3], KvPair::parse("q4_0/q4_0"));
+  EXPECT_EQ(config[5], KvPair::parse("q8_0/q4_0"));
+  try {
+    (void)back.pairs("the runtime");
+    ADD_FAILURE() << "pairs() of a per-head plan";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("the runtime"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("layer 1"), std::string::npos);
+  }
+  // A per-layer plan stays v2 and its configuration is its pairs.
+  EXPECT_EQ(plan_to_json(small_plan())["schema"], kPlanSchema);
+  EXPECT_EQ(small_plan().kv_config(), small_plan().pairs());
+}
+
+TEST(Plan, MalformedPerHeadLayersNameTheField) {
+  const nlohmann::json good = plan_to_json(per_head_plan());
+  EXPECT_NO_THROW((void)plan_from_json(good, "plan.json"));
+  nlohmann::json j = good;
+  j["schema"] = kPlanSchema;  // heads need v3
+  EXPECT_NE(expect_error(j).find("heads"), std::string::npos);
+  j = good;
+  j["layers"][1]["heads"].erase(1);
+  EXPECT_NE(expect_error(j).find("one per KV head"), std::string::npos) << expect_error(j);
+  j = good;
+  j["layers"][1]["heads"][1] = j["layers"][1]["heads"][0];
+  EXPECT_NE(expect_error(j).find("same pair"), std::string::npos) << expect_error(j);
+  j = good;
+  j["layers"][1]["key"] = "q8_0";
+  EXPECT_NE(expect_error(j).find("not both"), std::string::npos) << expect_error(j);
+  j = good;
+  j["layers"][1]["heads"][0]["key"] = "q3_k";
+  EXPECT_NE(expect_error(j).find("heads[0]"), std::string::npos) << expect_error(j);
+  j = good;
+  j["layers"][1]["key_bytes_per_token"] = 136.0;
+  EXPECT_NE(expect_error(j).find("key_bytes_per_token"), std::string::npos) << expect_error(j);
+  j = good;
+  j["layers"][1]["key_fp8_scales"] = {1.0};
+  EXPECT_NE(expect_error(j).find("key_fp8_scales"), std::string::npos) << expect_error(j);
+}
+
 TEST(Plan, UnreadableFilesAreRefused) {
   const fs::path path = fs::temp_directory_path() / "kvplan_bad_plan.json";
   write_file_atomic(path, "{ not json");

@@ -56,6 +56,29 @@ TEST(ProfileData, RoundTripKeepsBytes) {
   EXPECT_EQ(profile_text(profile_from_json(nlohmann::json::parse(st), "s.json")), st);
 }
 
+TEST(ProfileData, PerHeadOutputErrorsRoundTripAndAreOnePerKvHead) {
+  Profile p = sample();
+  p.cells[1][1]->metrics.o_mse_heads = {0.25, 0.75};
+  p.cells[1][1]->metrics.dkl_heads = {1e-5, 3e-5};
+  const std::string text = profile_text(p);
+  const Profile back = profile_from_json(nlohmann::json::parse(text), "p.json");
+  EXPECT_EQ(back.cell(1, 1)->metrics.o_mse_heads, (std::vector<double>{0.25, 0.75}));
+  EXPECT_EQ(back.cell(1, 1)->metrics.dkl_heads, (std::vector<double>{1e-5, 3e-5}));
+  EXPECT_TRUE(back.cell(0, 0)->metrics.o_mse_heads.empty());
+  EXPECT_EQ(profile_text(back), text);
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["layers"][1]["pairs"][1]["o_mse_heads"] = {0.25};
+  try {
+    (void)profile_from_json(j, "p.json");
+    ADD_FAILURE() << "one value for two KV heads";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("o_mse_heads"), std::string::npos) << e.what();
+  }
+  j = nlohmann::json::parse(text);
+  j["layers"][1]["pairs"][1]["dkl_heads"] = {1e-5, 2e-5, 3e-5};
+  EXPECT_THROW((void)profile_from_json(j, "p.json"), Error);
+}
+
 void expect_error(nlohmann::json j, const std::string& fragment) {
   try {
     (void)profile_from_json(j, "p.json");

@@ -3,6 +3,7 @@
 // exact zeros, and bad input is refused.
 #include "profile/profiler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -151,6 +152,32 @@ TEST_F(StoriesProfile, MetricsGrowAsBitsFallInEveryLayerAndKeysAreMoreSensitive)
   }
   EXPECT_EQ(p.calibration.prompts, 8);
   EXPECT_EQ(p.calibration.kl_prompts, 4);
+}
+
+// Each cell's o_mse split over the KV heads whose query heads it sums: one share per KV head, the
+// shares adding up to o_mse, and heads that differ (what per-KV-head plans are chosen from).
+TEST_F(StoriesProfile, CellsSplitTheirOutputErrorOverTheKvHeads) {
+  ProfileOptions o = options();
+  o.candidates = kvtuner_candidates();
+  const Profile p = run(o);
+  const int n_kv = model_->weights.config.n_kv_heads[0];
+  ASSERT_GT(n_kv, 1);
+  int differ = 0;
+  for (int l = 0; l < p.n_layers(); ++l) {
+    for (size_t c = 0; c < p.candidates.size(); ++c) {
+      const CellMetrics& m = p.cell(l, c)->metrics;
+      ASSERT_EQ(m.o_mse_heads.size(), static_cast<size_t>(n_kv)) << l << " " << c;
+      double sum = 0;
+      for (const double share : m.o_mse_heads) sum += share;
+      EXPECT_NEAR(sum, m.o_mse, 1e-12 * m.o_mse) << l << " " << p.candidates[c].name();
+      const auto [lo, hi] = std::minmax_element(m.o_mse_heads.begin(), m.o_mse_heads.end());
+      differ += *hi > 1.5 * *lo;
+      // Every KVTuner cell re-runs here: dKL with each head alone quantized, each positive.
+      ASSERT_EQ(m.dkl_heads.size(), static_cast<size_t>(n_kv)) << l << " " << c;
+      for (const double d : m.dkl_heads) EXPECT_GT(d, 0.0) << l << " " << p.candidates[c].name();
+    }
+  }
+  EXPECT_GT(differ, 0);
 }
 
 // The default: every catalogue format that packs head_dim 8, for keys and values separately; dKL

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "profile/pair_view.h"
+
 #include "core/error.h"
 #include "profile/dkl_estimate.h"
 
@@ -109,6 +111,95 @@ TEST(DklEstimate, ScalesTheSideAnchorByOutputError) {
   EXPECT_NEAR(a.mean_abs_rel_error, (0.03 - 0.025) / 0.03, 1e-12);
   EXPECT_EQ(a.worst_layer, 0);
   EXPECT_EQ(a.worst_pair, "KV4");
+}
+
+// Per KV head, a layer's side cells are shared by each head's part of o_mse, and its bytes split
+// evenly over its heads.
+TEST(PairView, PerHeadEntriesApportionTheLayersDklByOutputErrorShares) {
+  Profile p;
+  p.model.geometry = KvGeometry::uniform("m", 1, 2, 8);
+  const Format exact(FormatId::kF32), i4 = Format::parse("int4");
+  p.candidates = {{i4, exact}, {exact, i4}};
+  p.reset_cells();
+  const auto cell = [&](size_t c, double dkl, double o_mse, std::vector<double> heads) {
+    ProfileCell x;
+    x.pair = p.candidates[c];
+    x.key_bytes_per_token = c == 0 ? 24 : 0;
+    x.value_bytes_per_token = c == 1 ? 24 : 0;
+    x.metrics.dkl = dkl;
+    x.metrics.o_mse = o_mse;
+    x.metrics.o_mse_heads = std::move(heads);
+    p.cells[0][c] = x;
+  };
+  cell(0, 0.02, 0.5, {0.4, 0.1});
+  cell(1, 0.005, 0.25, {0.05, 0.2});
+  const std::vector<LayerCandidates> layers = candidates_from_profile(p, SensitivityMetric::kDkl);
+  ASSERT_EQ(layers.size(), 1u);
+  const std::vector<LayerCandidates> heads =
+      candidates_from_profile(p, SensitivityMetric::kDkl, KvGranularity::kHead);
+  ASSERT_EQ(heads.size(), 2u);
+  for (int h = 0; h < 2; ++h) {
+    EXPECT_EQ(heads[h].layer, h);  // the entry's number
+    EXPECT_EQ(heads[h].layer_of_model(), 0);
+    EXPECT_EQ(heads[h].head, h);
+  }
+  const auto i4i4 = [](const LayerCandidates& e) {
+    for (const LayerCandidate& c : e.candidates) {
+      if (c.pair == KvPair::parse("int4/int4")) return c;
+    }
+    ADD_FAILURE() << "no int4/int4";
+    return LayerCandidate{};
+  };
+  EXPECT_NEAR(i4i4(heads[0]).error, 0.02 * 0.8 + 0.005 * 0.2, 1e-15);
+  EXPECT_NEAR(i4i4(heads[1]).error, 0.02 * 0.2 + 0.005 * 0.8, 1e-15);
+  // The heads' shares add up to the layer's pair, bytes too.
+  EXPECT_NEAR(i4i4(heads[0]).error + i4i4(heads[1]).error, i4i4(layers[0]).error, 1e-15);
+  EXPECT_DOUBLE_EQ(i4i4(heads[0]).bytes_per_token, i4i4(layers[0]).bytes_per_token / 2);
+  EXPECT_DOUBLE_EQ(i4i4(heads[0]).bits, i4i4(layers[0]).bits);
+  EXPECT_THROW((void)candidates_from_profile(p, SensitivityMetric::kEo, KvGranularity::kHead),
+               Error);
+  // Measured (or fitted) per-head dKL takes the place of the shares.
+  p.cells[0][0]->metrics.dkl_heads = {0.015, 0.005};
+  p.cells[0][1]->metrics.dkl_heads = {0.004, 0.001};
+  const std::vector<LayerCandidates> measured =
+      candidates_from_profile(p, SensitivityMetric::kDkl, KvGranularity::kHead);
+  EXPECT_DOUBLE_EQ(i4i4(measured[0]).error, 0.015 + 0.004);
+  EXPECT_DOUBLE_EQ(i4i4(measured[1]).error, 0.005 + 0.001);
+  p.cells[0][0]->metrics.dkl_heads.clear();
+  p.cells[0][1]->metrics.dkl_heads.clear();
+  p.cells[0][1]->metrics.o_mse_heads.clear();  // a profile from before per-head o_mse
+  try {
+    (void)candidates_from_profile(p, SensitivityMetric::kDkl, KvGranularity::kHead);
+    ADD_FAILURE() << "a profile without per-head o_mse";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("o_mse_heads"), std::string::npos) << e.what();
+  }
+}
+
+// Per KV head, each head's alpha comes from the anchors' one-head re-runs.
+TEST(DklEstimate, FitsEachKvHeadsAlphaOnItsOwnAnchorRuns) {
+  Profile p;
+  p.model.geometry = KvGeometry::uniform("m", 1, 2, 8);
+  const Format exact(FormatId::kF32), i4 = Format::parse("int4"), i2 = Format::parse("int2");
+  p.candidates = {{i4, exact}, {i2, exact}};
+  p.dkl_measured = {true, false};
+  p.reset_cells();
+  ProfileCell anchor;
+  anchor.pair = p.candidates[0];
+  anchor.metrics = {
+      .dkl = 0.04, .o_mse = 0.5, .o_mse_heads = {0.3, 0.2}, .dkl_heads = {0.03, 0.01}};
+  p.cells[0][0] = anchor;
+  ProfileCell other;
+  other.pair = p.candidates[1];
+  other.metrics = {.o_mse = 0.7, .o_mse_heads = {0.6, 0.1}, .dkl_measured = false};
+  p.cells[0][1] = other;
+  estimate_unmeasured_dkl(p);
+  const std::vector<double>& heads = p.cell(0, 1)->metrics.dkl_heads;
+  ASSERT_EQ(heads.size(), 2u);
+  EXPECT_NEAR(heads[0], 0.03 / 0.3 * 0.6, 1e-15);  // alpha_0 = 0.1
+  EXPECT_NEAR(heads[1], 0.01 / 0.2 * 0.1, 1e-15);  // alpha_1 = 0.05
+  EXPECT_NEAR(p.cell(0, 1)->metrics.dkl, 0.04 / 0.5 * 0.7, 1e-15);
+  EXPECT_EQ(p.cell(0, 0)->metrics.dkl_heads, (std::vector<double>{0.03, 0.01}));
 }
 
 TEST(SideCandidates, SmallestPlanCountsTheLayersTokenShares) {

@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "formats/format_size.h"
-#include "formats/pack.h"
 #include "formats/kv_bytes.h"
+#include "formats/pack.h"
 #include "runtime_test_util.h"
 
 namespace kvplan {
@@ -26,6 +26,18 @@ TEST(PlanLayout, PageBytesComputedByHand) {
   // int8 group 32: 2 x (4 + 32) B; int4: 2 x (4 + 16) B.
   EXPECT_EQ(layout.layer(2).key_page_bytes, 16u * 2 * 72);
   EXPECT_EQ(layout.layer(2).value_page_bytes, 16u * 2 * 40);
+}
+
+TEST(PlanLayout, RefusesPerKvHeadPlansItCannotPage) {
+  Plan plan = test::mixed_plan(2, 64, 16);
+  plan.layers[1].heads = {KvPair::parse("q8_0/q8_0"), KvPair::parse("q4_0/q4_0")};
+  try {
+    const PlanLayout layout(plan, {.chunk_tokens = 64});
+    ADD_FAILURE() << "a per-KV-head plan was paged";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("layer 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(PlanLayout, MatchesTheEstimatorPerChunk) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "model/model_weights.h"
 #include "test_paths.h"
 
@@ -89,6 +90,41 @@ TEST(HeldOutKl, ResultsDoNotDependOnTheExactLogitsKept) {
     EXPECT_EQ(r.top1_agreement, all.top1_agreement) << budget;
   }
   EXPECT_GT(all.mean_kl, 0.0);
+}
+
+// A configuration per KV head: every head of a layer alike measures bit for bit as the per-layer
+// configuration; one head of one layer coarser moves the error between the two uniform ones, and
+// measures as a forward pass over a cache built from that configuration does.
+TEST(HeldOutKl, MeasuresConfigurationsPerKvHead) {
+  const auto path = test::models_dir() / "stories260K.gguf";
+  KVPLAN_NEED_FILE(path, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  const ModelWeights weights = load_model_weights(path);
+  const Transformer model(weights);
+  const std::vector<std::vector<int32_t>> prompts = {prompt(40, 1), prompt(33, 2)};
+  const KvGeometry geometry = kv_geometry(weights.config);
+  const size_t n_layers = static_cast<size_t>(geometry.n_layers());
+  const size_t n_heads = static_cast<size_t>(geometry.n_kv_heads_total());
+  ASSERT_GT(n_heads, n_layers);
+  const KvPair fine = KvPair::parse("KV8"), coarse = KvPair::parse("KV2");
+  const HeldOutKl kl(model, prompts, {QuantSettings{}, true});
+  const HeldOutKl::Result per_layer = kl.measure(std::vector<KvPair>(n_layers, fine));
+  const HeldOutKl::Result per_head = kl.measure(std::vector<KvPair>(n_heads, fine));
+  EXPECT_EQ(per_head.kl_sums, per_layer.kl_sums);
+  EXPECT_EQ(per_head.mean_kl, per_layer.mean_kl);
+
+  std::vector<KvPair> one_coarse(n_heads, fine);
+  one_coarse[1] = coarse;  // layer 0, KV head 1
+  const double mixed = kl.measure(one_coarse).mean_kl;
+  std::vector<KvPair> layer_coarse(n_layers, fine);
+  layer_coarse[0] = coarse;
+  EXPECT_GT(mixed, per_layer.mean_kl);
+  EXPECT_LT(mixed, kl.measure(layer_coarse).mean_kl);
+  const KvCacheOptions options =
+      HeldOutKl::CacheRules{QuantSettings{}, true}.cache_for(one_coarse, geometry);
+  ASSERT_EQ(options.head_pairs.size(), n_layers);
+  EXPECT_EQ(options.head_pairs[0][1], coarse);
+  EXPECT_NEAR(mixed, mean_kl_of(model, prompts, options), 1e-7 + 1e-5 * mixed);
+  EXPECT_THROW((void)kl.measure(std::vector<KvPair>(n_layers + 1, fine)), Error);
 }
 
 }  // namespace
