@@ -134,8 +134,12 @@ for name in stories260k smollm2-135m gemma3-270m; do
   dir="data/reference/${name}"
   start=${SECONDS}
   echo "== ${name}"
+  # Per-KV-head plans (data/reference/<model>/per-head/, made as its README says): their reports
+  # are rendered and checked like the others; the plans themselves are not regenerated here.
+  per_head="${dir}/per-head"
   if [[ ${reports_only} -eq 1 ]]; then
     make_reports "${name}" "${dir}"
+    [[ -d "${per_head}" ]] && make_reports "${name}" "${per_head}"
   elif [[ ${check} -eq 0 ]]; then
     tmp="$(mktemp -d)"
     make_plans "${name}" "${tmp}"
@@ -155,6 +159,19 @@ for name in stories260k smollm2-135m gemma3-270m; do
         status=1
       fi
     done
+    if [[ -d "${per_head}" ]]; then
+      mkdir -p "${tmp}/per-head"
+      cp "${per_head}/profile.json" "${per_head}"/plan-*.json "${tmp}/per-head/"
+      make_reports "${name}" "${tmp}/per-head"
+      for report in "${tmp}/per-head"/report-*; do
+        if ! cmp -s "${report}" "${per_head}/$(basename "${report}")"; then
+          echo "regenerate-references: ${per_head}/$(basename "${report}") is stale" \
+            "(run --reports-only)" >&2
+          status=1
+        fi
+      done
+      rm -rf "${tmp}/per-head"
+    fi
     # A plan regenerated from scratch must match the committed one within the tolerance.
     rm -f "${tmp}"/*.json
     make_plans "${name}" "${tmp}"

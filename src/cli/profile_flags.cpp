@@ -24,6 +24,10 @@ void add_profile_flags(CLI::App* cmd, ProfileFlags& f) {
   cmd->add_flag("--all-dkl", f.all_dkl,
                 "Default catalogue: re-run the model for every side's dKL instead of estimating "
                 "it from the anchors (slower)");
+  cmd->add_flag("--per-head-dkl", f.per_head_dkl,
+                "Also re-run each dKL anchor with one KV head alone quantized, per head: what "
+                "`search --per-head` ranks heads by (1 + KV heads times the dKL re-runs; `tune "
+                "--per-head` turns it on)");
   cmd->add_option("--mode", f.mode, "per-token (default) or kivi");
   cmd->add_option("--group-size", f.group_size, "Quantization group (default 32)");
   cmd->add_option("--residual-length", f.residual_length,
@@ -67,6 +71,7 @@ pipeline::ProfileRequest profile_request_from_flags(const ProfileFlags& f) {
     opt.formats = parse_format_list(f.formats);
   }
   opt.all_dkl = f.all_dkl;
+  opt.per_head_dkl = f.per_head_dkl;
   opt.kl_prompts = f.kl_prompts;
   opt.threads = f.threads;
   opt.chunk_attends_quantized = !f.exact_chunk;

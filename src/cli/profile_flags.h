@@ -18,6 +18,7 @@ struct ProfileFlags {
   int max_tokens = 128, num_prompts = 0, kl_prompts = 8, threads = 0;
   bool exact_chunk = false;
   bool all_dkl = false;
+  bool per_head_dkl = false;
   std::string device = "auto";  // --device auto|cpu|gpu[:N]
 };
 

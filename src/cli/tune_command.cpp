@@ -27,6 +27,8 @@ void run_tune(const TuneCommandOptions& o) {
   pipeline::TuneRequest request{.model = o.model,
                                 .profile = profile_request_from_flags(o.profile),
                                 .search = search_request_from_flags(o.flags)};
+  // A per-head search ranks heads by their own dKL re-runs.
+  if (o.flags.per_head) request.profile.options.per_head_dkl = true;
   ProgressPrinter printer(stderr);
   request.profile.options.progress = [&](const ProfileProgress& p) { printer.update(p); };
   // The profile is always kept (next to the plan by default): it is the expensive part.

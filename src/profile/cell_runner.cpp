@@ -240,7 +240,7 @@ void CellRunner::run_layer(int layer, const std::vector<size_t>& candidates, Pro
         cell.metrics.o_mse_heads.push_back(sum / static_cast<double>(omse.count));
       }
     }
-    if (n_kv > 1 && profile.measures_dkl(candidates[i])) {
+    if (n_kv > 1 && options_.per_head_dkl && profile.measures_dkl(candidates[i])) {
       for (size_t h = 0; h < static_cast<size_t>(n_kv); ++h) {
         MetricSum head;
         for (size_t k = 0; k < K; ++k) {
@@ -262,7 +262,7 @@ CellRunner::DklSums CellRunner::measure_dkl(int layer, const std::vector<size_t>
   const std::vector<PromptCapture>& captures = reference_.prompts;
   const size_t K = kl_prompts_.size();
   const int n_kv = c.n_kv_heads[static_cast<size_t>(layer)];
-  const size_t H = n_kv > 1 ? static_cast<size_t>(n_kv) : 0;
+  const size_t H = n_kv > 1 && options_.per_head_dkl ? static_cast<size_t>(n_kv) : 0;
   DklSums out{std::vector<MetricSum>(candidates.size() * K),
               std::vector<MetricSum>(candidates.size() * H * K)};
   // What one re-run quantizes: a measured cell's pair on the whole layer (head -1), or on one KV

@@ -1,8 +1,8 @@
 // The profiler's per-layer work (profiler.h): for every pending (layer, candidate) cell of a
 // layer, the attention-side metrics e_k, e_v, e_a, e_o, o_mse over every prompt from the reference
 // captures (reference_pass.h), and dKL by re-running the model from the layer's captured residual
-// input with only that layer's KV quantized (metrics.h has the definitions) — and, in a layer of
-// several KV heads, with only one head of it quantized, for each head (per-KV-head plans).
+// input with only that layer's KV quantized (metrics.h has the definitions) — and, with
+// per_head_dkl in a layer of several KV heads, with only one head of it quantized, for each head.
 //
 // K̂ per key format and V̂ per value format are computed once per prompt and shared by the cells
 // that use them, as are the exact and quantized attention probabilities. The dKL re-runs of
@@ -27,6 +27,7 @@ namespace kvplan {
 struct CellRunOptions {
   QuantSettings settings;
   bool chunk_attends_quantized = true;  // see KvCacheOptions
+  bool per_head_dkl = false;            // see ProfileOptions
   int threads = 1;
   GpuAttention* gpu = nullptr;  // attention-side metrics on this GPU; null: on the CPU
 };
@@ -48,7 +49,8 @@ class CellRunner {
 
  private:
   // dKL of each measured cell (index into `candidates`) and dKL prompt: kl [cell * K + prompt];
-  // in a layer of several KV heads also with one head quantized, the others exact:
+  // with per_head_dkl in a layer of several KV heads also with one head quantized, the others
+  // exact:
   // kl_heads [(cell * n_kv + head) * K + prompt].
   struct DklSums {
     std::vector<MetricSum> kl, kl_heads;

@@ -194,7 +194,7 @@ PendingCells pending_cells(const Profile& profile, const ProfileOptions& options
       out.by_layer[static_cast<size_t>(l)].push_back(p);
       ++out.total;
       // dKL re-runs layers l..L-1 plus the head (about one layer's worth on small models): once
-      // with the layer quantized and, in a layer of several KV heads, once per head.
+      // with the layer quantized and, with per_head_dkl, once per KV head.
       if (profile.measures_dkl(p)) {
         const int n_kv = profile.model.geometry.layers[static_cast<size_t>(l)].n_kv_heads;
         out.dkl_work +=
@@ -287,6 +287,7 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   CellRunner runner(model,
                     {.settings = options.settings,
                      .chunk_attends_quantized = options.chunk_attends_quantized,
+                     .per_head_dkl = options.per_head_dkl,
                      .threads = threads,
                      .gpu = gpu.get()},
                     reference, kl_prompts, tracker);

@@ -40,6 +40,10 @@ struct ProfileOptions {
   // With no candidates: the formats of the side catalogue (empty = the default catalogue).
   std::vector<Format> formats;
   bool all_dkl = false;  // the default catalogue with every side's dKL measured
+  // In layers of several KV heads, also re-run each measured cell with one head alone quantized
+  // (ProfileCell dkl_heads: what per-KV-head plans are searched on). 1 + n_kv_heads times the dKL
+  // re-runs; off, a per-head search apportions dKL by the heads' shares of o_mse.
+  bool per_head_dkl = false;
   QuantSettings settings;
   bool chunk_attends_quantized = true;  // see KvCacheOptions
   int kl_prompts = 8;                   // 0 = all prompts

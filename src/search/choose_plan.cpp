@@ -64,6 +64,21 @@ SearchOutcome choose_plan(const SearchInputs& in) {
     }
   }
   const EngineSpec& engine = engine_spec(options.engine);
+  if (options.granularity == KvGranularity::kHead) {
+    size_t apportioned = 0;
+    for (int l = 0; l < profile.n_layers(); ++l) {
+      for (size_t c = 0; c < profile.candidates.size(); ++c) {
+        const CellMetrics& m = profile.cell(l, c)->metrics;
+        apportioned += !m.o_mse_heads.empty() && m.dkl_heads.empty();
+      }
+    }
+    if (apportioned > 0) {
+      spdlog::warn(
+          "--per-head: {} profile cells have no per-head dKL (profile with --per-head-dkl, or "
+          "tune --per-head): their dKL is apportioned by the heads' shares of o_mse",
+          apportioned);
+    }
+  }
   if (options.granularity == KvGranularity::kHead && engine.id != EngineId::kKvplan) {
     fail(ErrorCode::kInvalidArgument,
          "--per-head: {} takes one format per layer; per-KV-head plans are kvplan's own (search "
@@ -143,6 +158,16 @@ SearchOutcome choose_plan(const SearchInputs& in) {
   // The report text: the chosen plan and the uniform baselines, never used to choose.
   const MeasuredPlan& chosen = out.loop.chosen;
   out.plan_report = measure_on(in.report, out.on_report, chosen.assignment.pairs);
+  // The plan minus another configuration on the report text, paired prompt by prompt.
+  const auto plan_minus = [&](const HeldOutKl::Result& other, double& diff, double& low,
+                              double& high) {
+    const PairedInterval ci =
+        paired_bootstrap(out.plan_report.kl_sums, other.kl_sums, out.plan_report.scored_per_prompt,
+                         options.bootstrap_resamples, options.nsga2.seed);
+    diff = ci.mean_difference;
+    low = ci.low;
+    high = ci.high;
+  };
   std::set<KvPair> to_measure;
   int by_prediction = 0;
   for (const UniformConfig& u : uniforms) {
@@ -165,12 +190,7 @@ SearchOutcome choose_plan(const SearchInputs& in) {
     b.measured = b.within_budget && to_measure.contains(u.pair);
     if (b.measured) {
       b.report = measure_on(in.report, out.on_report, std::vector<KvPair>(all.size(), u.pair));
-      const PairedInterval ci = paired_bootstrap(out.plan_report.kl_sums, b.report.kl_sums,
-                                                 out.plan_report.scored_per_prompt,
-                                                 options.bootstrap_resamples, options.nsga2.seed);
-      b.diff = ci.mean_difference;
-      b.diff_low = ci.low;
-      b.diff_high = ci.high;
+      plan_minus(b.report, b.diff, b.diff_low, b.diff_high);
     }
     out.baselines.push_back(std::move(b));
   }
@@ -201,12 +221,7 @@ SearchOutcome choose_plan(const SearchInputs& in) {
   // Other plans on the report text, paired with the chosen one prompt by prompt.
   for (const PlanToCompare& other : options.compare_plans) {
     ComparedPlanResult r{other, measure_on(in.report, out.on_report, other.config)};
-    const PairedInterval ci = paired_bootstrap(out.plan_report.kl_sums, r.report.kl_sums,
-                                               out.plan_report.scored_per_prompt,
-                                               options.bootstrap_resamples, options.nsga2.seed);
-    r.diff = ci.mean_difference;
-    r.diff_low = ci.low;
-    r.diff_high = ci.high;
+    plan_minus(r.report, r.diff, r.diff_low, r.diff_high);
     out.compared.push_back(std::move(r));
   }
 

@@ -86,6 +86,7 @@ TEST_F(PipelineTune, TunesWithinTheBudgetAndHandsTheProfileOutBeforeTheSearch) {
 // plan.json is v3 and reads back to the same configuration.
 TEST_F(PipelineTune, SearchesPerKvHeadAndComparesWithThePerLayerPlan) {
   pipeline::TuneRequest r = request(360);
+  r.profile.options.per_head_dkl = true;
   const pipeline::TunedPlan per_layer = pipeline::tune(r);
   const fs::path layer_plan = fs::temp_directory_path() / "kvplan_tune_test_per_layer.json";
   write_plan(layer_plan, per_layer.plan);

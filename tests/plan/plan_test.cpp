@@ -1,6 +1,7 @@
 #include "plan/plan.h"
 
 #include <filesystem>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -308,7 +309,13 @@ TEST(Plan, CommittedPlansRoundTripByteForByte) {
   for (const auto& model : std::filesystem::directory_iterator(
            std::filesystem::path(KVPLAN_SOURCE_DIR) / "data" / "reference")) {
     if (!model.is_directory()) continue;
-    for (const auto& file : std::filesystem::directory_iterator(model.path())) {
+    // The model's plans, and its per-KV-head plans (per-head/, schema v3).
+    std::vector<std::filesystem::directory_entry> files;
+    for (const auto& dir : {model.path(), model.path() / "per-head"}) {
+      if (!std::filesystem::is_directory(dir)) continue;
+      for (const auto& file : std::filesystem::directory_iterator(dir)) files.push_back(file);
+    }
+    for (const auto& file : files) {
       const std::string name = file.path().filename().string();
       if (!name.starts_with("plan-") || file.path().extension() != ".json") continue;
       const std::string text = read_text_file(file.path());

@@ -159,7 +159,14 @@ TEST_F(StoriesProfile, MetricsGrowAsBitsFallInEveryLayerAndKeysAreMoreSensitive)
 TEST_F(StoriesProfile, CellsSplitTheirOutputErrorOverTheKvHeads) {
   ProfileOptions o = options();
   o.candidates = kvtuner_candidates();
+  o.per_head_dkl = true;
   const Profile p = run(o);
+  // Without per_head_dkl the same cells and o_mse_heads, and no per-head re-runs.
+  o.per_head_dkl = false;
+  const Profile plain = run(o);
+  EXPECT_TRUE(plain.cell(1, 0)->metrics.dkl_heads.empty());
+  EXPECT_EQ(plain.cell(1, 0)->metrics.o_mse_heads, p.cell(1, 0)->metrics.o_mse_heads);
+  EXPECT_EQ(plain.cell(1, 0)->metrics.dkl, p.cell(1, 0)->metrics.dkl);
   const int n_kv = model_->weights.config.n_kv_heads[0];
   ASSERT_GT(n_kv, 1);
   int differ = 0;
