@@ -67,7 +67,7 @@ KvMemoryEstimate estimate(const Plan& plan, const std::vector<int64_t>& contexts
   for (const int64_t c : contexts) {
     if (c <= 0) fail(ErrorCode::kInvalidArgument, "contexts: expected > 0 tokens, got {}", c);
   }
-  const std::vector<KvPair> pairs = plan.pairs("kvplan.Plan");
+  const std::vector<KvPair> pairs = plan.kv_config();  // per layer, or per KV head
   return estimate_kv_memory(
       plan.model.geometry, pairs, plan.quantization,
       {.contexts = contexts, .sequences = sequences, .available_bytes = available_bytes});

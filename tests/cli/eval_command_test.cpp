@@ -90,6 +90,38 @@ TEST(EvalCommand, KvTakesAPlanFileAsPlanDoes) {
   EXPECT_NE(two.err.find("one plan at most"), std::string::npos) << two.err;
 }
 
+// A per-KV-head plan (v3) runs in eval on the harness's per-head cache and in estimate; what holds
+// one pair per layer (bench serve, the runtime's pages) refuses it in one line, exit 2.
+TEST(EvalCommand, PerKvHeadPlansRunWhereTheHarnessHoldsThemAndAreRefusedElsewhere) {
+  const fs::path model = models_dir() / "stories260K.gguf";
+  const fs::path text = data_dir() / "tinystories-valid-sample.txt";
+  KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  KVPLAN_NEED_FILE(text, "TinyStories sample: ../shared/data");
+  const fs::path dir = fs::path(KVPLAN_SOURCE_DIR) / "data" / "reference" / "stories260k";
+  const fs::path per_head = dir / "per-head" / "plan-320.json";
+  const std::string base = "-q eval --model " + model.string() + " --text " + text.string() +
+                           " --ctx 64 --chunks 2 --json --plan ";
+  const RunResult heads = run_kvplan(base + per_head.string());
+  const RunResult layers = run_kvplan(base + (dir / "plan-320.json").string());
+  ASSERT_EQ(heads.exit_code, 0) << heads.err;
+  ASSERT_EQ(layers.exit_code, 0) << layers.err;
+  const auto h = nlohmann::json::parse(heads.out), l = nlohmann::json::parse(layers.out);
+  EXPECT_NE(h["kv_cache"].dump().find("per KV head"), std::string::npos) << h["kv_cache"];
+  EXPECT_GT(h["result"]["mean_kl"].get<double>(), 0.0);
+  EXPECT_NE(h["result"]["mean_kl"], l["result"]["mean_kl"]);
+
+  const RunResult estimate = run_kvplan("-q estimate --model " + model.string() + " --plan " +
+                                        per_head.string() + " --context 4096 --json");
+  ASSERT_EQ(estimate.exit_code, 0) << estimate.err;
+  EXPECT_NE(estimate.out.find("320"), std::string::npos) << estimate.out;
+
+  const RunResult serve = run_kvplan("-q bench serve --model " + model.string() + " --kv " +
+                                     per_head.string() + " --users 1 --rounds 1");
+  EXPECT_EQ(serve.exit_code, 2) << serve.err;
+  EXPECT_NE(serve.err.find("KV heads"), std::string::npos) << serve.err;
+  EXPECT_EQ(serve.err.find('\n'), serve.err.size() - 1) << serve.err;
+}
+
 TEST(EvalCommand, SeveralContextLengthsNeedText) {
   const fs::path model = models_dir() / "stories260K.gguf";
   KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
