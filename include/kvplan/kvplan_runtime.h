@@ -47,7 +47,10 @@ extern "C" {
  *   2: kvplan_runtime_create refuses a plan unless the served model is given
  *      (kvplan_options_set_model_geometry / _fingerprint) or the check is waived
  *      (kvplan_options_set_skip_model_check); adds kvplan_options_set_skip_model_check,
- *      kvplan_options_set_require_gpu and kvplan_runtime_backend_name. */
+ *      kvplan_options_set_require_gpu and kvplan_runtime_backend_name.
+ *      Added since, with nothing an earlier caller does changed: the head-run functions
+ *      (kvplan_runtime_head_run_count ... kvplan_runtime_unpack_run_page) for per-KV-head plans,
+ *      which earlier libraries refused at kvplan_runtime_create. */
 #define KVPLAN_RUNTIME_ABI_VERSION 2
 
 /* kvplan_runtime_backend_name of a runtime whose "device" memory is ordinary host memory (built
@@ -137,6 +140,10 @@ KVPLAN_API uint64_t kvplan_runtime_chunk_bytes(const kvplan_runtime* rt);
 KVPLAN_API uint32_t kvplan_runtime_layer_count(const kvplan_runtime* rt);
 KVPLAN_API uint32_t kvplan_runtime_transfer_group_count(const kvplan_runtime* rt);
 KVPLAN_API uint64_t kvplan_runtime_plan_fingerprint(const kvplan_runtime* rt);
+/* A page of a layer of one pair: its offset in a chunk image, its bytes and its f32 values. A
+ * layer whose KV heads take different pairs (a per-KV-head plan) is refused
+ * (KVPLAN_INVALID_ARGUMENT): address its head runs with the kvplan_runtime_run_* functions below.
+ */
 KVPLAN_API kvplan_status kvplan_runtime_page_info(const kvplan_runtime* rt, uint32_t layer,
                                                   uint64_t page, int32_t side, uint64_t* offset,
                                                   uint64_t* bytes, uint64_t* n_values);
@@ -148,6 +155,26 @@ KVPLAN_API kvplan_status kvplan_runtime_unpack_page(const kvplan_runtime* rt, ui
                                                     int32_t side, const uint8_t* packed,
                                                     uint64_t bytes, float* values,
                                                     uint64_t n_values);
+
+/* Head runs: a layer is paged as runs of consecutive KV heads taking one (K, V) pair, each run a
+ * page of its heads alone ([block_size, n_heads, head_dim] values). A layer of one pair is one run
+ * of all its heads (run 0, the pages above); a per-KV-head plan's layer may have several. */
+KVPLAN_API uint32_t kvplan_runtime_head_run_count(const kvplan_runtime* rt, uint32_t layer);
+KVPLAN_API kvplan_status kvplan_runtime_head_run_info(const kvplan_runtime* rt, uint32_t layer,
+                                                      uint32_t run, uint32_t* first_head,
+                                                      uint32_t* n_heads);
+KVPLAN_API kvplan_status kvplan_runtime_run_page_info(const kvplan_runtime* rt, uint32_t layer,
+                                                      uint32_t run, uint64_t page, int32_t side,
+                                                      uint64_t* offset, uint64_t* bytes,
+                                                      uint64_t* n_values);
+KVPLAN_API kvplan_status kvplan_runtime_pack_run_page(const kvplan_runtime* rt, uint32_t layer,
+                                                      uint32_t run, int32_t side,
+                                                      const float* values, uint64_t n_values,
+                                                      uint8_t* out, uint64_t bytes);
+KVPLAN_API kvplan_status kvplan_runtime_unpack_run_page(const kvplan_runtime* rt, uint32_t layer,
+                                                        uint32_t run, int32_t side,
+                                                        const uint8_t* packed, uint64_t bytes,
+                                                        float* values, uint64_t n_values);
 
 /* Keys of the whole chunks of tokens; *n_keys = how many (at most capacity written). */
 KVPLAN_API kvplan_status kvplan_runtime_chunk_keys(const kvplan_runtime* rt, const uint32_t* tokens,

@@ -63,7 +63,7 @@ Plan served_plan(const ServeOptions& o, const ModelWeights& weights) {
 int64_t longest_admissible_prompt(const Plan& plan, const ModelWeights& weights,
                                   uint64_t kv_memory) {
   const double per_token =
-      kv_bytes_per_token(plan.model.geometry, plan.pairs("kvplan serve"), plan.quantization);
+      kv_bytes_per_token(plan.model.geometry, plan.kv_config(), plan.quantization);
   const auto held = static_cast<int64_t>(static_cast<double>(kv_memory) / per_token);
   const int64_t context = weights.config.context_length;
   return std::max<int64_t>(1, context > 0 ? std::min(held, context) : held);

@@ -185,4 +185,36 @@ void KvPageLayout::unpack_page(KvSide side, std::span<const uint8_t> packed,
   }
 }
 
+std::vector<KvHeadRun> kv_head_runs(std::span<const KvPair> head_pairs) {
+  std::vector<KvHeadRun> runs;
+  for (size_t h = 0; h < head_pairs.size(); ++h) {
+    if (runs.empty() || runs.back().pair != head_pairs[h]) {
+      runs.push_back({static_cast<int>(h), 0, head_pairs[h]});
+    }
+    ++runs.back().n_heads;
+  }
+  return runs;
+}
+
+KvLayerGeometry head_run_geometry(const KvLayerGeometry& layer, const KvHeadRun& run) {
+  KvLayerGeometry g = layer;
+  g.n_kv_heads = run.n_heads;
+  return g;
+}
+
+KvHeadScales head_run_scales(int layer, const KvHeadScales& layer_scales, const KvHeadRun& run,
+                             int n_kv_heads) {
+  const auto side = [&](const std::vector<float>& scales, Format format, const char* which) {
+    if (scales.empty() || !format.has_tensor_scale()) return std::vector<float>{};
+    if (scales.size() != static_cast<size_t>(n_kv_heads)) {
+      fail(ErrorCode::kInvalidArgument, "layer {}: {} FP8 {} scales, expected one per KV head ({})",
+           layer, scales.size(), which, n_kv_heads);
+    }
+    const auto first = scales.begin() + run.first_head;
+    return std::vector<float>(first, first + run.n_heads);
+  };
+  return {side(layer_scales.key, run.pair.key, "key"),
+          side(layer_scales.value, run.pair.value, "value")};
+}
+
 }  // namespace kvplan

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "formats/fp8_scales.h"
 #include "formats/kv_geometry.h"
@@ -102,5 +103,23 @@ class KvPageLayout {
   int key_rotation_span_ = 0;
   int value_rotation_span_ = 0;
 };
+
+// Per-KV-head layers (plan.json v3): a run of consecutive KV heads taking one pair is paged as a
+// layer of those heads alone. Every format packs one head's row on its own, so a head's bytes do
+// not depend on its neighbours'. A layer of one pair is one run; the harness's cache and the
+// runtime's chunks both lay a layer out as its runs' pages, in head order.
+struct KvHeadRun {
+  int first_head = 0;
+  int n_heads = 0;
+  KvPair pair;
+};
+// The maximal runs of consecutive equal pairs, in head order.
+std::vector<KvHeadRun> kv_head_runs(std::span<const KvPair> head_pairs);
+// A run's geometry: the layer's, holding the run's heads only.
+KvLayerGeometry head_run_geometry(const KvLayerGeometry& layer, const KvHeadRun& run);
+// The run's heads' FP8 scales on the sides its formats scale (empty elsewhere). Throws
+// Error(kInvalidArgument) naming the layer for a side whose scales are not one per KV head.
+KvHeadScales head_run_scales(int layer, const KvHeadScales& layer_scales, const KvHeadRun& run,
+                             int n_kv_heads);
 
 }  // namespace kvplan

@@ -129,26 +129,6 @@ std::string KvCacheOptions::describe() const {
   return uniform ? pairs[0].name() : fmt::format("mixed ({} layers)", pairs.size());
 }
 
-namespace {
-
-// Runs of consecutive equal pairs: [first head, pair] each.
-std::vector<std::pair<int, KvPair>> head_runs(const std::vector<KvPair>& head_pairs) {
-  std::vector<std::pair<int, KvPair>> runs;
-  for (size_t h = 0; h < head_pairs.size(); ++h) {
-    if (runs.empty() || runs.back().second != head_pairs[h]) {
-      runs.emplace_back(static_cast<int>(h), head_pairs[h]);
-    }
-  }
-  return runs;
-}
-
-std::vector<float> scales_of_heads(const std::vector<float>& scales, int first, int n) {
-  if (scales.empty()) return {};
-  return {scales.begin() + first, scales.begin() + first + n};
-}
-
-}  // namespace
-
 LayerKvCache::LayerKvCache(int layer, const KvLayerGeometry& geometry, bool exact, KvPair pair,
                            const QuantSettings& settings, KvHeadScales fp8_scales)
     : layer_(layer),
@@ -176,29 +156,15 @@ LayerKvCache::LayerKvCache(int layer, const KvLayerGeometry& geometry,
     fail(ErrorCode::kInvalidArgument, "layer {}: {} KV head pairs given, the layer has {} KV heads",
          layer, head_pairs.size(), geometry.n_kv_heads);
   }
-  const std::vector<std::pair<int, KvPair>> runs = head_runs(head_pairs);
-  for (size_t r = 0; r < runs.size(); ++r) {
-    const auto& [first, pair] = runs[r];
-    const int end = r + 1 < runs.size() ? runs[r + 1].first : geometry.n_kv_heads;
-    KvLayerGeometry run_geometry = geometry;
-    run_geometry.n_kv_heads = end - first;
-    // The layer's scales are per KV head; a run takes its heads' for the sides it scales.
-    const auto run_side = [&](const std::vector<float>& scales, Format format) {
-      if (scales.empty() || !format.has_tensor_scale()) return std::vector<float>{};
-      if (scales.size() != static_cast<size_t>(geometry.n_kv_heads)) {
-        fail(ErrorCode::kInvalidArgument, "layer {}: {} FP8 scales, expected one per KV head ({})",
-             layer, scales.size(), geometry.n_kv_heads);
-      }
-      return scales_of_heads(scales, first, end - first);
-    };
-    const KvHeadScales scales{run_side(fp8_scales.key, pair.key),
-                              run_side(fp8_scales.value, pair.value)};
-    runs_.push_back({first,
-                     checked_pages(layer, run_geometry, false, pair, settings, scales),
-                     layer_runs_kivi(pair, settings),
-                     0,
-                     {},
-                     {}});
+  for (const KvHeadRun& run : kv_head_runs(head_pairs)) {
+    runs_.push_back(
+        {run.first_head,
+         checked_pages(layer, head_run_geometry(geometry, run), false, run.pair, settings,
+                       head_run_scales(layer, fp8_scales, run, geometry.n_kv_heads)),
+         layer_runs_kivi(run.pair, settings),
+         0,
+         {},
+         {}});
   }
 }
 
@@ -209,18 +175,12 @@ const LayerKvCache::HeadRun& LayerKvCache::run_of(int head) const {
   fail(ErrorCode::kInternal, "layer {}: no KV head {}", layer_, head);
 }
 
-void LayerKvCache::require_one_pair(const char* call) const {
-  if (per_head()) {
-    fail(ErrorCode::kUnimplemented,
-         "layer {}: {}: its KV heads take {} different pairs; pages per run of heads are the "
-         "harness's only (the runtime does not move per-head pages yet)",
-         layer_, call, runs_.size());
+const KvPageLayout& LayerKvCache::head_run_layout(int run) const {
+  if (run < 0 || run >= n_head_runs()) {
+    fail(ErrorCode::kOutOfRange, "layer {}: head run {}: expected 0..{}", layer_, run,
+         n_head_runs() - 1);
   }
-}
-
-const KvPageLayout& LayerKvCache::layout() const {
-  require_one_pair("layout()");
-  return runs_.front().pages;
+  return runs_[static_cast<size_t>(run)].pages;
 }
 
 size_t LayerKvCache::read_scratch_floats() const {
@@ -367,34 +327,38 @@ size_t LayerKvCache::bytes_held() const {
   return bytes;
 }
 
-const uint8_t* LayerKvCache::page(KvSide side, size_t p) const {
-  require_one_pair("page()");
-  const auto& pages = side == KvSide::kKey ? runs_.front().k_pages : runs_.front().v_pages;
+const uint8_t* LayerKvCache::page(int run, KvSide side, size_t p) const {
+  const HeadRun& r = runs_.at(static_cast<size_t>(run));
+  const auto& pages = side == KvSide::kKey ? r.k_pages : r.v_pages;
   if (p >= pages.size() || !pages[p]) {
     fail(ErrorCode::kInternal, "layer {}: page {} is not held", layer_, p);
   }
   return pages[p].get();
 }
 
-uint8_t* LayerKvCache::page(KvSide side, size_t p) {
-  return const_cast<uint8_t*>(std::as_const(*this).page(side, p));
+uint8_t* LayerKvCache::page(int run, KvSide side, size_t p) {
+  return const_cast<uint8_t*>(std::as_const(*this).page(run, side, p));
 }
 
 void LayerKvCache::adopt_committed(size_t n) {
-  require_one_pair("adopt_committed()");
-  HeadRun& run = runs_.front();
   if (n_tokens_ != 0) {
     fail(ErrorCode::kInternal, "layer {}: a prefix is adopted by an empty cache, this one holds {}",
          layer_, n_tokens_);
   }
-  if (n % block() != 0 || (run.kivi && n % run.pages.settings().residual_length != 0)) {
-    fail(ErrorCode::kInvalidArgument,
-         "layer {}: an adopted prefix of {} tokens is not whole pages of {}{}", layer_, n, block(),
-         run.kivi ? fmt::format(" and KIVI windows of {}", run.pages.settings().residual_length)
-                  : "");
+  for (HeadRun& run : runs_) {
+    if (n % block() != 0 || (run.kivi && n % run.pages.settings().residual_length != 0)) {
+      fail(ErrorCode::kInvalidArgument,
+           "layer {}: an adopted prefix of {} tokens is not whole pages of {}{}", layer_, n,
+           block(),
+           run.kivi ? fmt::format(" and KIVI windows of {}", run.pages.settings().residual_length)
+                    : "");
+    }
   }
-  ensure_pages(run, n);
-  n_tokens_ = staging_first_ = run.n_committed = n;
+  for (HeadRun& run : runs_) {
+    ensure_pages(run, n);
+    run.n_committed = n;
+  }
+  n_tokens_ = staging_first_ = n;
 }
 
 KvCache::KvCache(const ModelConfig& config, const KvCacheOptions& options) : options_(options) {

@@ -98,9 +98,10 @@ class LayerKvCache {
   [[nodiscard]] int head_dim() const { return head_dim_; }
   // Whether the layer's KV heads take more than one pair (pages per run of heads).
   [[nodiscard]] bool per_head() const { return runs_.size() > 1; }
-  // The layer's one page layout; Error(kUnimplemented) for a per-head layer, whose runs of heads
-  // each have their own (the runtime does not move per-head pages yet).
-  [[nodiscard]] const KvPageLayout& layout() const;
+  // Runs of consecutive KV heads of one pair (formats/kv_page_layout.h KvHeadRun), each paged on
+  // its own; a layer of one pair has one. Run `r`'s page layout (its pair over its heads).
+  [[nodiscard]] int n_head_runs() const { return static_cast<int>(runs_.size()); }
+  [[nodiscard]] const KvPageLayout& head_run_layout(int run) const;
 
   // Tokens [first, first + n) of KV head `head` as attention sees them, into out [n, head_dim]:
   // committed tokens unpacked from their pages, the rest from staging. `scratch` holds
@@ -121,18 +122,17 @@ class LayerKvCache {
   // Bytes the layer holds: its pages and its staging rows.
   [[nodiscard]] size_t bytes_held() const;
 
-  // Pages of committed tokens: page p holds tokens [p * block_size, (p + 1) * block_size).
-  // Pages of committed tokens: page p holds tokens [p * block_size, (p + 1) * block_size). The
-  // page accessors and adopt_committed take a layer of one pair (Error(kUnimplemented) for a
-  // per-head layer).
+  // Pages of committed tokens: page p holds tokens [p * block_size, (p + 1) * block_size), one K
+  // and one V page per head run (every run frees the same pages behind a sliding window).
   [[nodiscard]] size_t n_pages() const { return runs_.front().k_pages.size(); }
   [[nodiscard]] bool holds_page(size_t p) const {
     return p < n_pages() && runs_.front().k_pages[p] != nullptr;
   }
-  [[nodiscard]] const uint8_t* page(KvSide side, size_t p) const;
-  [[nodiscard]] uint8_t* page(KvSide side, size_t p);
-  // An empty layer takes `n` committed tokens (whole pages) whose bytes the caller then writes
-  // into page(side, p): a prefix restored from stored pages, attended as it is, never re-packed.
+  [[nodiscard]] const uint8_t* page(int run, KvSide side, size_t p) const;
+  [[nodiscard]] uint8_t* page(int run, KvSide side, size_t p);
+  // An empty layer takes `n` committed tokens (whole pages, and whole KIVI windows where a run
+  // runs KIVI) whose bytes the caller then writes into page(run, side, p): a prefix restored from
+  // stored pages, attended as it is, never re-packed.
   void adopt_committed(size_t n);
 
  private:
@@ -150,7 +150,6 @@ class LayerKvCache {
     return static_cast<size_t>(n_kv_heads()) * static_cast<size_t>(head_dim());
   }
   [[nodiscard]] const HeadRun& run_of(int head) const;
-  void require_one_pair(const char* call) const;
   void ensure_pages(HeadRun& run, size_t tokens) const;
   void pack_into_pages(HeadRun& run, size_t n);
   void free_pages_before(size_t token);

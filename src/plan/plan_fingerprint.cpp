@@ -25,11 +25,20 @@ uint64_t plan_fingerprint(const Plan& plan) {
   h.update_u64(q.residual_length);
   h.update_u64(q.block_size);
   h.update(plan.scale_dtype);
-  for (const PlanLayer& layer : plan.layers) {
-    for (const Format& f : {layer.pair.key, layer.pair.value}) {
+  const auto update_pair = [&](const KvPair& pair) {
+    for (const Format& f : {pair.key, pair.value}) {
       h.update_u64(static_cast<uint64_t>(f.id()));
       h.update_u64(f.info().version);
       h.update_u64(f.slot_bytes());
+    }
+  };
+  for (const PlanLayer& layer : plan.layers) {
+    update_pair(layer.pair);
+    // A per-KV-head layer's pages are its heads' runs: hashed only when present, so per-layer
+    // plans keep their fingerprints.
+    if (layer.per_head()) {
+      h.update("heads");
+      for (const KvPair& head : layer.heads) update_pair(head);
     }
     // FP8 scales change the stored codes, not the layout; hashed only when present, so plans
     // without FP8 layers keep their fingerprints.

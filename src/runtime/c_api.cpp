@@ -140,6 +140,67 @@ std::shared_ptr<kvplan::DeviceBackend> make_backend(bool require_gpu) {
   }
 }
 
+kvplan::KvSide side_of(int32_t side) {
+  return side == KVPLAN_KEY ? kvplan::KvSide::kKey : kvplan::KvSide::kValue;
+}
+
+// The layout's run `run` of `layer`; `one_pair_call` names a layer-addressed call, which refuses a
+// layer of several head runs rather than give its first run's page.
+const kvplan::PageRun& head_run(const kvplan_runtime* rt, uint32_t layer, uint32_t run,
+                                const char* one_pair_call = nullptr) {
+  const kvplan::PlanLayout& l = rt->rt->layout();
+  const kvplan::LayerPageGeometry& g = l.layer(static_cast<int>(layer));
+  if (one_pair_call != nullptr && g.per_head()) {
+    kvplan::fail(kvplan::ErrorCode::kInvalidArgument,
+                 "{}: layer {} gives its KV heads {} runs of different pairs; address a run with "
+                 "kvplan_runtime_run_*",
+                 one_pair_call, layer, g.runs.size());
+  }
+  return l.run(static_cast<int>(layer), static_cast<int>(run));
+}
+
+kvplan_status page_info(const kvplan_runtime* rt, uint32_t layer, uint32_t run, uint64_t page,
+                        int32_t side, uint64_t* offset, uint64_t* bytes, uint64_t* n_values,
+                        const char* one_pair_call) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && (side == KVPLAN_KEY || side == KVPLAN_VALUE),
+                   "page_info: expected a runtime and side KVPLAN_KEY or KVPLAN_VALUE");
+    const kvplan::PageRun& r = head_run(rt, layer, run, one_pair_call);
+    const kvplan::PlanLayout& l = rt->rt->layout();
+    if (offset != nullptr)
+      *offset = l.page_offset(r.layer, static_cast<size_t>(page), side_of(side), r.run);
+    if (bytes != nullptr) *bytes = l.page_bytes(r.layer, side_of(side), r.run);
+    if (n_values != nullptr) *n_values = l.page_values(r.layer, r.run);
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status pack_page(const kvplan_runtime* rt, uint32_t layer, uint32_t run, int32_t side,
+                        const float* values, uint64_t n_values, uint8_t* out, uint64_t bytes,
+                        const char* one_pair_call) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && values != nullptr && out != nullptr,
+                   "pack_page: NULL argument");
+    const kvplan::PageRun& r = head_run(rt, layer, run, one_pair_call);
+    rt->rt->layout().pack_page(r.layer, side_of(side), {values, static_cast<size_t>(n_values)},
+                               {out, static_cast<size_t>(bytes)}, r.run);
+    return KVPLAN_OK;
+  });
+}
+
+kvplan_status unpack_page(const kvplan_runtime* rt, uint32_t layer, uint32_t run, int32_t side,
+                          const uint8_t* packed, uint64_t bytes, float* values, uint64_t n_values,
+                          const char* one_pair_call) {
+  return guarded([&]() -> kvplan_status {
+    KVPLAN_REQUIRE(rt != nullptr && values != nullptr && packed != nullptr,
+                   "unpack_page: NULL argument");
+    const kvplan::PageRun& r = head_run(rt, layer, run, one_pair_call);
+    rt->rt->layout().unpack_page(r.layer, side_of(side), {packed, static_cast<size_t>(bytes)},
+                                 {values, static_cast<size_t>(n_values)}, r.run);
+    return KVPLAN_OK;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -285,43 +346,53 @@ uint64_t kvplan_runtime_plan_fingerprint(const kvplan_runtime* rt) {
 kvplan_status kvplan_runtime_page_info(const kvplan_runtime* rt, uint32_t layer, uint64_t page,
                                        int32_t side, uint64_t* offset, uint64_t* bytes,
                                        uint64_t* n_values) {
-  return guarded([&]() -> kvplan_status {
-    KVPLAN_REQUIRE(rt != nullptr && (side == KVPLAN_KEY || side == KVPLAN_VALUE),
-                   "page_info: expected a runtime and side KVPLAN_KEY or KVPLAN_VALUE");
-    const kvplan::PlanLayout& l = rt->rt->layout();
-    const auto s = side == KVPLAN_KEY ? kvplan::KvSide::kKey : kvplan::KvSide::kValue;
-    const int li = static_cast<int>(layer);
-    if (offset != nullptr) *offset = l.page_offset(li, static_cast<size_t>(page), s);
-    if (bytes != nullptr) *bytes = l.page_bytes(li, s);
-    if (n_values != nullptr) *n_values = l.page_values(li);
-    return KVPLAN_OK;
-  });
+  return page_info(rt, layer, 0, page, side, offset, bytes, n_values, "page_info");
 }
 
 kvplan_status kvplan_runtime_pack_page(const kvplan_runtime* rt, uint32_t layer, int32_t side,
                                        const float* values, uint64_t n_values, uint8_t* out,
                                        uint64_t bytes) {
-  return guarded([&]() -> kvplan_status {
-    KVPLAN_REQUIRE(rt != nullptr && values != nullptr && out != nullptr,
-                   "pack_page: NULL argument");
-    rt->rt->layout().pack_page(
-        static_cast<int>(layer), side == KVPLAN_KEY ? kvplan::KvSide::kKey : kvplan::KvSide::kValue,
-        {values, static_cast<size_t>(n_values)}, {out, static_cast<size_t>(bytes)});
-    return KVPLAN_OK;
-  });
+  return pack_page(rt, layer, 0, side, values, n_values, out, bytes, "pack_page");
 }
 
 kvplan_status kvplan_runtime_unpack_page(const kvplan_runtime* rt, uint32_t layer, int32_t side,
                                          const uint8_t* packed, uint64_t bytes, float* values,
                                          uint64_t n_values) {
+  return unpack_page(rt, layer, 0, side, packed, bytes, values, n_values, "unpack_page");
+}
+
+uint32_t kvplan_runtime_head_run_count(const kvplan_runtime* rt, uint32_t layer) {
+  if (rt == nullptr || layer >= static_cast<uint32_t>(rt->rt->layout().n_layers())) return 0;
+  return static_cast<uint32_t>(rt->rt->layout().layer(static_cast<int>(layer)).runs.size());
+}
+
+kvplan_status kvplan_runtime_head_run_info(const kvplan_runtime* rt, uint32_t layer, uint32_t run,
+                                           uint32_t* first_head, uint32_t* n_heads) {
   return guarded([&]() -> kvplan_status {
-    KVPLAN_REQUIRE(rt != nullptr && values != nullptr && packed != nullptr,
-                   "unpack_page: NULL argument");
-    rt->rt->layout().unpack_page(
-        static_cast<int>(layer), side == KVPLAN_KEY ? kvplan::KvSide::kKey : kvplan::KvSide::kValue,
-        {packed, static_cast<size_t>(bytes)}, {values, static_cast<size_t>(n_values)});
+    KVPLAN_REQUIRE(rt != nullptr, "head_run_info: NULL runtime");
+    const kvplan::PageRun& r = head_run(rt, layer, run);
+    if (first_head != nullptr) *first_head = static_cast<uint32_t>(r.first_head);
+    if (n_heads != nullptr) *n_heads = static_cast<uint32_t>(r.n_kv_heads);
     return KVPLAN_OK;
   });
+}
+
+kvplan_status kvplan_runtime_run_page_info(const kvplan_runtime* rt, uint32_t layer, uint32_t run,
+                                           uint64_t page, int32_t side, uint64_t* offset,
+                                           uint64_t* bytes, uint64_t* n_values) {
+  return page_info(rt, layer, run, page, side, offset, bytes, n_values, nullptr);
+}
+
+kvplan_status kvplan_runtime_pack_run_page(const kvplan_runtime* rt, uint32_t layer, uint32_t run,
+                                           int32_t side, const float* values, uint64_t n_values,
+                                           uint8_t* out, uint64_t bytes) {
+  return pack_page(rt, layer, run, side, values, n_values, out, bytes, nullptr);
+}
+
+kvplan_status kvplan_runtime_unpack_run_page(const kvplan_runtime* rt, uint32_t layer, uint32_t run,
+                                             int32_t side, const uint8_t* packed, uint64_t bytes,
+                                             float* values, uint64_t n_values) {
+  return unpack_page(rt, layer, run, side, packed, bytes, values, n_values, nullptr);
 }
 
 kvplan_status kvplan_runtime_chunk_keys(const kvplan_runtime* rt, const uint32_t* tokens,

@@ -5,6 +5,12 @@
 
 namespace kvplan {
 
+size_t LayerPageGeometry::page_bytes() const {
+  size_t bytes = 0;
+  for (const PageRun& r : runs) bytes += r.page_bytes();
+  return bytes;
+}
+
 PlanLayout::PlanLayout(const Plan& plan, const LayoutOptions& options)
     : settings_(plan.quantization),
       block_size_(plan.quantization.block_size),
@@ -16,57 +22,74 @@ PlanLayout::PlanLayout(const Plan& plan, const LayoutOptions& options)
          block_size_);
   }
   const KvGeometry& g = plan.model.geometry;
-  for (const PlanLayer& l : plan.layers) {
-    if (l.per_head()) {
-      fail(ErrorCode::kUnimplemented,
-           "plan layer {} gives its KV heads different pairs: the runtime's pages hold one pair "
-           "per layer (per-KV-head plans run in eval, search and the harness cache; the runtime "
-           "does not take them yet)",
-           l.index);
-    }
-  }
   if (plan.layers.size() != g.layers.size()) {
     fail(ErrorCode::kInvalidArgument, "plan lists {} layers for a {}-layer geometry",
          plan.layers.size(), g.layers.size());
   }
   for (int l = 0; l < g.n_layers(); ++l) {
+    const PlanLayer& planned = plan.layers[static_cast<size_t>(l)];
+    const KvLayerGeometry& geometry = g.layers[static_cast<size_t>(l)];
     LayerPageGeometry lg;
     lg.layer = l;
-    lg.n_kv_heads = g.layers[l].n_kv_heads;
-    lg.head_dim = g.layers[l].head_dim;
-    lg.pair = plan.layers[l].pair;
-    lg.fp8_scales = plan.layers[l].fp8_scales;
-    pages_.emplace_back(l, g.layers[l], lg.pair, lg.fp8_scales, settings_);
-    lg.key_page_bytes = pages_.back().page_bytes(KvSide::kKey);
-    lg.value_page_bytes = pages_.back().page_bytes(KvSide::kValue);
-    // Same geometry and formats -> same transfer group (first-seen order).
-    int group = -1;
-    for (const TransferGroup& tg : groups_) {
-      if (tg.n_kv_heads == lg.n_kv_heads && tg.head_dim == lg.head_dim && tg.pair == lg.pair) {
-        group = tg.index;
-        break;
+    lg.n_kv_heads = geometry.n_kv_heads;
+    lg.head_dim = geometry.head_dim;
+    std::vector<KvHeadRun> head_runs;
+    if (planned.per_head()) {
+      if (planned.heads.size() != static_cast<size_t>(geometry.n_kv_heads)) {
+        fail(ErrorCode::kInvalidArgument, "plan layer {} lists {} KV heads' pairs, expected {}", l,
+             planned.heads.size(), geometry.n_kv_heads);
       }
+      head_runs = kv_head_runs(planned.heads);
+    } else {
+      head_runs = {{0, geometry.n_kv_heads, planned.pair}};
     }
-    if (group < 0) {
-      TransferGroup tg;
-      tg.index = static_cast<int>(groups_.size());
-      tg.n_kv_heads = lg.n_kv_heads;
-      tg.head_dim = lg.head_dim;
-      tg.pair = lg.pair;
-      tg.key_page_bytes = lg.key_page_bytes;
-      tg.value_page_bytes = lg.value_page_bytes;
-      tg.layer_stride_bytes = pages_per_chunk() * lg.page_bytes();
-      groups_.push_back(tg);
-      group = tg.index;
+    std::vector<KvPageLayout>& layer_pages = pages_.emplace_back();
+    for (const KvHeadRun& hr : head_runs) {
+      PageRun r;
+      r.layer = l;
+      r.run = static_cast<int>(lg.runs.size());
+      r.first_head = hr.first_head;
+      r.n_kv_heads = hr.n_heads;
+      r.head_dim = geometry.head_dim;
+      r.pair = hr.pair;
+      r.fp8_scales = planned.per_head()
+                         ? head_run_scales(l, planned.fp8_scales, hr, geometry.n_kv_heads)
+                         : planned.fp8_scales;
+      layer_pages.emplace_back(l, head_run_geometry(geometry, hr), r.pair, r.fp8_scales, settings_);
+      r.key_page_bytes = layer_pages.back().page_bytes(KvSide::kKey);
+      r.value_page_bytes = layer_pages.back().page_bytes(KvSide::kValue);
+      // The same page format -> the same transfer group (first-seen order).
+      int group = -1;
+      for (const TransferGroup& tg : groups_) {
+        if (tg.n_kv_heads == r.n_kv_heads && tg.head_dim == r.head_dim && tg.pair == r.pair) {
+          group = tg.index;
+          break;
+        }
+      }
+      if (group < 0) {
+        TransferGroup tg;
+        tg.index = static_cast<int>(groups_.size());
+        tg.n_kv_heads = r.n_kv_heads;
+        tg.head_dim = r.head_dim;
+        tg.pair = r.pair;
+        tg.key_page_bytes = r.key_page_bytes;
+        tg.value_page_bytes = r.value_page_bytes;
+        tg.run_stride_bytes = pages_per_chunk() * r.page_bytes();
+        groups_.push_back(tg);
+        group = tg.index;
+      }
+      TransferGroup& tg = groups_[static_cast<size_t>(group)];
+      r.transfer_group = group;
+      r.group_position = static_cast<int>(tg.runs.size());
+      tg.runs.push_back({l, r.run});
+      lg.runs.push_back(std::move(r));
     }
-    groups_[group].layers.push_back(l);
-    lg.transfer_group = group;
-    layers_.push_back(lg);
+    layers_.push_back(std::move(lg));
   }
   size_t offset = 0;
   for (TransferGroup& tg : groups_) {
     tg.chunk_offset = offset;
-    tg.chunk_bytes = tg.layers.size() * tg.layer_stride_bytes;
+    tg.chunk_bytes = tg.runs.size() * tg.run_stride_bytes;
     offset += tg.chunk_bytes;
   }
   chunk_bytes_ = offset;
@@ -76,7 +99,16 @@ const LayerPageGeometry& PlanLayout::layer(int index) const {
   if (index < 0 || index >= n_layers()) {
     fail(ErrorCode::kOutOfRange, "layer {}: expected 0..{}", index, n_layers() - 1);
   }
-  return layers_[index];
+  return layers_[static_cast<size_t>(index)];
+}
+
+const PageRun& PlanLayout::run(int layer_index, int run_index) const {
+  const LayerPageGeometry& lg = layer(layer_index);
+  if (run_index < 0 || run_index >= static_cast<int>(lg.runs.size())) {
+    fail(ErrorCode::kOutOfRange, "layer {} head run {}: the layer has {} run{}", layer_index,
+         run_index, lg.runs.size(), lg.runs.size() == 1 ? "" : "s");
+  }
+  return lg.runs[static_cast<size_t>(run_index)];
 }
 
 const TransferGroup& PlanLayout::group(int index) const {
@@ -84,43 +116,41 @@ const TransferGroup& PlanLayout::group(int index) const {
     fail(ErrorCode::kOutOfRange, "transfer group {}: expected 0..{}", index,
          static_cast<int>(groups_.size()) - 1);
   }
-  return groups_[index];
+  return groups_[static_cast<size_t>(index)];
 }
 
-size_t PlanLayout::page_offset(int layer_index, size_t page, KvSide side) const {
-  const LayerPageGeometry& lg = layer(layer_index);
+size_t PlanLayout::page_offset(int layer_index, size_t page, KvSide side, int run_index) const {
+  const PageRun& r = run(layer_index, run_index);
   if (page >= pages_per_chunk()) {
     fail(ErrorCode::kOutOfRange, "page {}: a chunk holds {} pages", page, pages_per_chunk());
   }
-  const TransferGroup& tg = groups_[lg.transfer_group];
-  size_t position = 0;
-  while (tg.layers[position] != layer_index) ++position;
-  return tg.chunk_offset + position * tg.layer_stride_bytes + page * lg.page_bytes() +
-         (side == KvSide::kValue ? lg.key_page_bytes : 0);
+  const TransferGroup& tg = groups_[static_cast<size_t>(r.transfer_group)];
+  return tg.chunk_offset + static_cast<size_t>(r.group_position) * tg.run_stride_bytes +
+         page * r.page_bytes() + (side == KvSide::kValue ? r.key_page_bytes : 0);
 }
 
-size_t PlanLayout::page_bytes(int layer_index, KvSide side) const {
-  const LayerPageGeometry& lg = layer(layer_index);
-  return side == KvSide::kKey ? lg.key_page_bytes : lg.value_page_bytes;
+size_t PlanLayout::page_bytes(int layer_index, KvSide side, int run_index) const {
+  const PageRun& r = run(layer_index, run_index);
+  return side == KvSide::kKey ? r.key_page_bytes : r.value_page_bytes;
 }
 
-size_t PlanLayout::page_values(int layer_index) const {
-  return pages(layer_index).page_values();
+size_t PlanLayout::page_values(int layer_index, int run_index) const {
+  return pages(layer_index, run_index).page_values();
 }
 
-const KvPageLayout& PlanLayout::pages(int layer_index) const {
-  (void)layer(layer_index);  // range check
-  return pages_[static_cast<size_t>(layer_index)];
+const KvPageLayout& PlanLayout::pages(int layer_index, int run_index) const {
+  (void)run(layer_index, run_index);  // range check
+  return pages_[static_cast<size_t>(layer_index)][static_cast<size_t>(run_index)];
 }
 
 void PlanLayout::pack_page(int layer_index, KvSide side, std::span<const float> values,
-                           std::span<uint8_t> out) const {
-  pages(layer_index).pack_page(side, values, out);
+                           std::span<uint8_t> out, int run_index) const {
+  pages(layer_index, run_index).pack_page(side, values, out);
 }
 
 void PlanLayout::unpack_page(int layer_index, KvSide side, std::span<const uint8_t> packed,
-                             std::span<float> values) const {
-  pages(layer_index).unpack_page(side, packed, values);
+                             std::span<float> values, int run_index) const {
+  pages(layer_index, run_index).unpack_page(side, packed, values);
 }
 
 }  // namespace kvplan

@@ -50,24 +50,62 @@ size_t exact_index(const PlanLayout& l, int layer, size_t page, KvSide side) {
   return (static_cast<size_t>(layer) * l.pages_per_chunk() + page) * 2 + static_cast<size_t>(side);
 }
 
+// Copies a head run's heads between a layer's page values [block, heads, dim] and the run's own
+// [block, run heads, dim]: `to_run` gathers, otherwise scatters back.
+void copy_run_heads(const LayerPageGeometry& g, const PageRun& r, size_t block, float* layer_values,
+                    float* run_values, bool to_run) {
+  const size_t dim = static_cast<size_t>(g.head_dim);
+  const size_t run_width = static_cast<size_t>(r.n_kv_heads) * dim;
+  for (size_t t = 0; t < block; ++t) {
+    float* layer_row =
+        layer_values +
+        (t * static_cast<size_t>(g.n_kv_heads) + static_cast<size_t>(r.first_head)) * dim;
+    float* run_row = run_values + t * run_width;
+    if (to_run) {
+      std::copy(layer_row, layer_row + run_width, run_row);
+    } else {
+      std::copy(run_row, run_row + run_width, layer_row);
+    }
+  }
+}
+
+bool holds_slots(const LayerPageGeometry& g) {
+  return std::any_of(g.runs.begin(), g.runs.end(),
+                     [](const PageRun& r) { return r.pair.is_slot(); });
+}
+
 ChunkData make_chunk(const PlanLayout& layout, std::mt19937_64& rng) {
   ChunkData c;
   c.image.resize(layout.chunk_bytes());
   c.exact.resize(static_cast<size_t>(layout.n_layers()) * layout.pages_per_chunk() * 2);
   std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> run_values;
   for (int l = 0; l < layout.n_layers(); ++l) {
+    const LayerPageGeometry& g = layout.layer(l);
     for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
       for (KvSide s : {KvSide::kKey, KvSide::kValue}) {
-        std::byte* dst = c.image.data() + layout.page_offset(l, p, s);
-        const size_t bytes = layout.page_bytes(l, s);
-        if (layout.layer(l).pair.is_slot()) {  // opaque: random bytes
-          for (size_t i = 0; i < bytes; ++i) dst[i] = static_cast<std::byte>(rng());
-          continue;
-        }
+        // A layer with opaque slot pages has no values to attend over: it keeps no exact KV.
         std::vector<float>& v = c.exact[exact_index(layout, l, p, s)];
-        v.resize(layout.page_values(l));
-        for (float& x : v) x = normal(rng);
-        layout.pack_page(l, s, v, {reinterpret_cast<uint8_t*>(dst), bytes});
+        if (!holds_slots(g)) {
+          v.resize(layout.block_size() * static_cast<size_t>(g.n_kv_heads) *
+                   static_cast<size_t>(g.head_dim));
+          for (float& x : v) x = normal(rng);
+        }
+        for (const PageRun& r : g.runs) {
+          std::byte* dst = c.image.data() + layout.page_offset(l, p, s, r.run);
+          const size_t bytes = layout.page_bytes(l, s, r.run);
+          if (r.pair.is_slot()) {  // opaque: random bytes
+            for (size_t i = 0; i < bytes; ++i) dst[i] = static_cast<std::byte>(rng());
+            continue;
+          }
+          run_values.resize(layout.page_values(l, r.run));
+          if (v.empty()) {
+            for (float& x : run_values) x = normal(rng);
+          } else {
+            copy_run_heads(g, r, layout.block_size(), v.data(), run_values.data(), true);
+          }
+          layout.pack_page(l, s, run_values, {reinterpret_cast<uint8_t*>(dst), bytes}, r.run);
+        }
       }
     }
   }
@@ -77,12 +115,14 @@ ChunkData make_chunk(const PlanLayout& layout, std::mt19937_64& rng) {
 // Adds the byte mismatches between two chunk images to `bad` ([layer]).
 void add_layer_mismatches(const PlanLayout& layout, const std::vector<std::byte>& a,
                           const std::vector<std::byte>& b, std::vector<uint64_t>& bad) {
-  for (int l = 0; l < layout.n_layers(); ++l) {
-    for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
-      for (KvSide s : {KvSide::kKey, KvSide::kValue}) {
-        const size_t off = layout.page_offset(l, p, s);
-        for (size_t i = 0; i < layout.page_bytes(l, s); ++i) {
-          bad[static_cast<size_t>(l)] += a[off + i] != b[off + i];
+  for (const LayerPageGeometry& g : layout.layers()) {
+    for (const PageRun& r : g.runs) {
+      for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
+        for (KvSide s : {KvSide::kKey, KvSide::kValue}) {
+          const size_t off = layout.page_offset(g.layer, p, s, r.run);
+          for (size_t i = 0; i < layout.page_bytes(g.layer, s, r.run); ++i) {
+            bad[static_cast<size_t>(g.layer)] += a[off + i] != b[off + i];
+          }
         }
       }
     }
@@ -90,26 +130,44 @@ void add_layer_mismatches(const PlanLayout& layout, const std::vector<std::byte>
 }
 
 // K or V of a whole chunk for one layer as [tokens, heads, dim], from packed pages of `image`
-// (or the exact values when image is null).
+// (every head run's) or the exact values when image is null.
 std::vector<float> layer_values(const PlanLayout& layout, const ChunkData& c,
                                 const std::vector<std::byte>* image, int l, KvSide s) {
-  std::vector<float> out;
-  const size_t per_page = layout.page_values(l);
-  out.resize(per_page * layout.pages_per_chunk());
+  const LayerPageGeometry& g = layout.layer(l);
+  const size_t per_page =
+      layout.block_size() * static_cast<size_t>(g.n_kv_heads) * static_cast<size_t>(g.head_dim);
+  std::vector<float> out(per_page * layout.pages_per_chunk());
+  std::vector<float> run_values;
   for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
     float* dst = out.data() + p * per_page;
     if (image == nullptr) {
       const auto& v = c.exact[exact_index(layout, l, p, s)];
       std::copy(v.begin(), v.end(), dst);
-    } else {
+      continue;
+    }
+    for (const PageRun& r : g.runs) {
+      run_values.resize(layout.page_values(l, r.run));
       layout.unpack_page(
           l, s,
-          {reinterpret_cast<const uint8_t*>(image->data()) + layout.page_offset(l, p, s),
-           layout.page_bytes(l, s)},
-          {dst, per_page});
+          {reinterpret_cast<const uint8_t*>(image->data()) + layout.page_offset(l, p, s, r.run),
+           layout.page_bytes(l, s, r.run)},
+          run_values, r.run);
+      copy_run_heads(g, r, layout.block_size(), dst, run_values.data(), false);
     }
   }
   return out;
+}
+
+// A layer's pair, or its head runs' pairs ("q8_0/q4_0 x2, q4_0/q4_0") in a per-head layer.
+std::string layer_pair_text(const LayerPageGeometry& g) {
+  if (!g.per_head()) return g.runs.front().pair.name();
+  std::string text;
+  for (const PageRun& r : g.runs) {
+    if (!text.empty()) text += ", ";
+    text += r.pair.name();
+    if (r.n_kv_heads > 1) text += fmt::format(" x{}", r.n_kv_heads);
+  }
+  return text;
 }
 
 // Naive f64 attention of `q` [n_q_heads, dim] over K, V [tokens, kv_heads, dim] (GQA: query head
@@ -296,13 +354,13 @@ PlanVerifyResult verify_plan(const Plan& plan, const PlanVerifyOptions& o) {
     const size_t li = static_cast<size_t>(l);
     LayerVerify v;
     v.layer = l;
-    v.group = g.transfer_group;
-    v.pair = g.pair.name();
+    v.group = g.runs.front().transfer_group;
+    v.pair = layer_pair_text(g);
     v.page_bytes = g.page_bytes();
     v.device_mismatches = device_bad[li];
     v.host_mismatches = host_bad[li];
     v.disk_mismatches = disk_bad[li];
-    if (!g.pair.is_slot()) {
+    if (!holds_slots(g)) {
       const int qh = std::max(n_q_heads, g.n_kv_heads);
       std::vector<float> q(static_cast<size_t>(qh) * static_cast<size_t>(g.head_dim));
       for (float& x : q) x = normal(rng);

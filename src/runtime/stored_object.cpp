@@ -75,8 +75,8 @@ StoredObjectHeader make_object_header(const ObjectIdentity& identity, const Plan
   h.chunk_tokens = static_cast<uint32_t>(layout.chunk_tokens());
   h.transfer_group = static_cast<uint16_t>(group);
   h.n_transfer_groups = static_cast<uint16_t>(layout.groups().size());
-  h.first_layer = static_cast<uint32_t>(tg.layers.front());
-  h.n_layers = static_cast<uint32_t>(tg.layers.size());
+  h.first_layer = static_cast<uint32_t>(tg.runs.front().layer);
+  h.n_runs = static_cast<uint32_t>(tg.runs.size());
   h.key_format_id = static_cast<uint16_t>(tg.pair.key.id());
   h.key_format_version = tg.pair.key.info().version;
   h.value_format_id = static_cast<uint16_t>(tg.pair.value.id());
@@ -90,7 +90,7 @@ StoredObjectHeader make_object_header(const ObjectIdentity& identity, const Plan
   h.group_size = static_cast<uint16_t>(layout.settings().group_size);
   h.key_page_bytes = tg.key_page_bytes;
   h.value_page_bytes = tg.value_page_bytes;
-  h.layer_stride_bytes = tg.layer_stride_bytes;
+  h.run_stride_bytes = tg.run_stride_bytes;
   h.payload_bytes = tg.chunk_bytes;
   h.payload_checksum = checksum;
   seal_object_header(h);
@@ -109,7 +109,7 @@ RefusalReason check_object_header(const StoredObjectHeader& s, const StoredObjec
   if (s.model_fingerprint != e.model_fingerprint) return RefusalReason::kModel;
   if (s.chunk_key != e.chunk_key || s.chunk_tokens != e.chunk_tokens) return RefusalReason::kKey;
   if (s.transfer_group != e.transfer_group || s.n_transfer_groups != e.n_transfer_groups ||
-      s.first_layer != e.first_layer || s.n_layers != e.n_layers) {
+      s.first_layer != e.first_layer || s.n_runs != e.n_runs) {
     return RefusalReason::kTransferGroup;
   }
   if (s.key_format_id != e.key_format_id || s.value_format_id != e.value_format_id ||
@@ -123,7 +123,7 @@ RefusalReason check_object_header(const StoredObjectHeader& s, const StoredObjec
   if (s.block_size != e.block_size || s.n_kv_heads != e.n_kv_heads || s.head_dim != e.head_dim ||
       s.quant_mode != e.quant_mode || s.group_size != e.group_size ||
       s.key_page_bytes != e.key_page_bytes || s.value_page_bytes != e.value_page_bytes ||
-      s.layer_stride_bytes != e.layer_stride_bytes) {
+      s.run_stride_bytes != e.run_stride_bytes) {
     return RefusalReason::kGeometry;
   }
   if (s.payload_bytes != e.payload_bytes) return RefusalReason::kPayloadBytes;

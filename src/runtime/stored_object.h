@@ -37,10 +37,11 @@ struct StoredObjectHeader {
   uint32_t chunk_tokens;
   uint16_t transfer_group;
   uint16_t n_transfer_groups;
-  // Layer range: the group's lowest layer and layer count. Groups need not be contiguous; which
-  // layers they hold follows from the plan, pinned by plan_fingerprint.
+  // The group's lowest layer and its count of head runs (plan_layout.h; a layer of one pair is one
+  // run). Groups need not be contiguous; which runs they hold follows from the plan, pinned by
+  // plan_fingerprint.
   uint32_t first_layer;
-  uint32_t n_layers;
+  uint32_t n_runs;
   uint16_t key_format_id;
   uint16_t key_format_version;
   uint16_t value_format_id;
@@ -54,7 +55,7 @@ struct StoredObjectHeader {
   uint16_t group_size;
   uint64_t key_page_bytes;  // stride of a K page; V follows in the same page slot
   uint64_t value_page_bytes;
-  uint64_t layer_stride_bytes;  // one layer's pages of the chunk
+  uint64_t run_stride_bytes;  // one head run's pages of the chunk
   uint64_t payload_bytes;
   uint64_t payload_checksum;  // payload_checksum() of the payload bytes
   uint64_t header_checksum;   // hash of every byte above

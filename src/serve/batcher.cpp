@@ -25,15 +25,15 @@ Batcher::Batcher(const Transformer& model, const Plan& plan, RuntimeOptions runt
                  uint64_t kv_memory_bytes)
     : model_(model),
       geometry_(plan.model.geometry),
-      pairs_(plan.pairs("kvplan serve")),
+      kv_config_(plan.kv_config()),
       settings_(plan.quantization),
       cache_options_(cache_options(plan)),
       prefixes_(plan, std::move(runtime)),
       kv_memory_bytes_(kv_memory_bytes),
-      bytes_per_token_(kv_bytes_per_token(geometry_, pairs_, settings_)) {}
+      bytes_per_token_(kv_bytes_per_token(geometry_, kv_config_, settings_)) {}
 
 uint64_t Batcher::reservation(int64_t tokens) const {
-  return kv_cache_bytes(geometry_, pairs_, settings_, tokens, 1);
+  return kv_cache_bytes(geometry_, kv_config_, settings_, tokens, 1);
 }
 
 Batcher::Prefilled Batcher::admit(std::span<const int32_t> prompt, uint64_t reserved) {

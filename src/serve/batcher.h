@@ -89,7 +89,7 @@ class Batcher {
   };
   const Transformer& model_;
   KvGeometry geometry_;
-  std::vector<KvPair> pairs_;
+  std::vector<KvPair> kv_config_;  // one pair per layer, or per KV head (Plan::kv_config)
   QuantSettings settings_;
   KvCacheOptions cache_options_;
   PrefixCache prefixes_;

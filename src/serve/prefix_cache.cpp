@@ -21,7 +21,10 @@ size_t committed_tokens(const KvCache& cache) {
 RuntimeOptions checked(const Plan& plan, RuntimeOptions options) {
   const QuantSettings& s = plan.quantization;
   for (const PlanLayer& l : plan.layers) {
-    if (layer_runs_kivi(l.pair, s) && options.chunk_tokens % s.residual_length != 0) {
+    const std::vector<KvPair> heads = l.per_head() ? l.heads : std::vector<KvPair>{l.pair};
+    const bool kivi = std::any_of(heads.begin(), heads.end(),
+                                  [&](const KvPair& p) { return layer_runs_kivi(p, s); });
+    if (kivi && options.chunk_tokens % s.residual_length != 0) {
       fail(ErrorCode::kInvalidArgument,
            "chunk_tokens {}: layer {} runs KIVI, whose residual window of {} tokens must divide "
            "a stored chunk",
@@ -34,7 +37,8 @@ RuntimeOptions checked(const Plan& plan, RuntimeOptions options) {
 }  // namespace
 
 KvCacheOptions cache_options(const Plan& plan) {
-  KvCacheOptions o = KvCacheOptions::per_layer(plan.pairs("the prefix cache"), plan.quantization);
+  KvCacheOptions o =
+      KvCacheOptions::of_config(plan.kv_config(), plan.model.geometry, plan.quantization);
   o.fp8_scales = plan.fp8_scales();
   return o;
 }
@@ -59,13 +63,14 @@ PrefixRestore PrefixCache::restore(std::span<const int32_t> tokens, KvCache& cac
     const DeviceChunk& d = loaded.chunks[c];
     for (int l = 0; l < cache.n_layers(); ++l) {
       LayerKvCache& layer = cache.layer(l);
-      for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
-        for (const KvSide side : {KvSide::kKey, KvSide::kValue}) {
-          const size_t bytes = layout.page_bytes(l, side);
-          runtime_.read_device(
-              d, layout.page_offset(l, p, side),
-              {reinterpret_cast<std::byte*>(layer.page(side, c * layout.pages_per_chunk() + p)),
-               bytes});
+      for (int run = 0; run < layer.n_head_runs(); ++run) {
+        for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
+          for (const KvSide side : {KvSide::kKey, KvSide::kValue}) {
+            runtime_.read_device(d, layout.page_offset(l, p, side, run),
+                                 {reinterpret_cast<std::byte*>(
+                                      layer.page(run, side, c * layout.pages_per_chunk() + p)),
+                                  layout.page_bytes(l, side, run)});
+          }
         }
       }
     }
@@ -96,13 +101,14 @@ size_t PrefixCache::store(std::span<const int32_t> tokens, const KvCache& cache,
     if (!d) continue;
     for (int l = 0; l < cache.n_layers(); ++l) {
       const LayerKvCache& layer = cache.layer(l);
-      for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
-        for (const KvSide side : {KvSide::kKey, KvSide::kValue}) {
-          const size_t bytes = layout.page_bytes(l, side);
-          runtime_.write_device(*d, layout.page_offset(l, p, side),
-                                {reinterpret_cast<const std::byte*>(
-                                     layer.page(side, c * layout.pages_per_chunk() + p)),
-                                 bytes});
+      for (int run = 0; run < layer.n_head_runs(); ++run) {
+        for (size_t p = 0; p < layout.pages_per_chunk(); ++p) {
+          for (const KvSide side : {KvSide::kKey, KvSide::kValue}) {
+            runtime_.write_device(*d, layout.page_offset(l, p, side, run),
+                                  {reinterpret_cast<const std::byte*>(
+                                       layer.page(run, side, c * layout.pages_per_chunk() + p)),
+                                   layout.page_bytes(l, side, run)});
+          }
         }
       }
     }

@@ -92,7 +92,7 @@ TEST(EvalCommand, KvTakesAPlanFileAsPlanDoes) {
 
 // A per-KV-head plan (v3) runs in eval on the harness's per-head cache and in estimate; what holds
 // one pair per layer (bench serve, the runtime's pages) refuses it in one line, exit 2.
-TEST(EvalCommand, PerKvHeadPlansRunWhereTheHarnessHoldsThemAndAreRefusedElsewhere) {
+TEST(EvalCommand, PerKvHeadPlansRunInEvalEstimateServeAndVerify) {
   const fs::path model = models_dir() / "stories260K.gguf";
   const fs::path text = data_dir() / "tinystories-valid-sample.txt";
   KVPLAN_NEED_FILE(model, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
@@ -115,11 +115,17 @@ TEST(EvalCommand, PerKvHeadPlansRunWhereTheHarnessHoldsThemAndAreRefusedElsewher
   ASSERT_EQ(estimate.exit_code, 0) << estimate.err;
   EXPECT_NE(estimate.out.find("320"), std::string::npos) << estimate.out;
 
+  // Serving pages each layer's head runs: the plan's bytes per token, its quality.
   const RunResult serve = run_kvplan("-q bench serve --model " + model.string() + " --kv " +
                                      per_head.string() + " --users 1 --rounds 1");
-  EXPECT_EQ(serve.exit_code, 2) << serve.err;
-  EXPECT_NE(serve.err.find("KV heads"), std::string::npos) << serve.err;
-  EXPECT_EQ(serve.err.find('\n'), serve.err.size() - 1) << serve.err;
+  ASSERT_EQ(serve.exit_code, 0) << serve.err;
+  EXPECT_NE(serve.out.find("plan:plan-320.json"), std::string::npos) << serve.out;
+  EXPECT_NE(serve.out.find("  320 "), std::string::npos) << serve.out;
+  const RunResult verify = run_kvplan("-q verify --json --plan " + per_head.string());
+  ASSERT_EQ(verify.exit_code, 0) << verify.err;
+  const auto v = nlohmann::json::parse(verify.out);
+  EXPECT_TRUE(v["ok"].get<bool>());
+  EXPECT_NE(v["layers"][2]["pair"].get<std::string>().find(", "), std::string::npos);
 }
 
 TEST(EvalCommand, SeveralContextLengthsNeedText) {

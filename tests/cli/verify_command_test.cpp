@@ -11,11 +11,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/plan_verify.h"
 #include "cli/run_kvplan.h"
 #include "core/error.h"
-#include "runtime/stored_object.h"
+#include "runtime/plan_verify.h"
 #include "runtime/runtime_test_util.h"
+#include "runtime/stored_object.h"
 
 namespace kvplan {
 namespace {
@@ -83,6 +83,39 @@ TEST_F(VerifyPlan, PassesAndLeavesNoScratchDirectory) {
   EXPECT_TRUE(r.ok);
   EXPECT_EQ(r.tiers_checked(), (std::vector<std::string>{"device", "host", "disk"}));
   EXPECT_EQ(r.disk_bytes_read, stored_chunk_bytes(PlanLayout(test::mixed_plan(), {32})));
+  EXPECT_TRUE(parent_empty());
+}
+
+TEST_F(VerifyPlan, PerKvHeadPagesAreByteExactThroughEveryTier) {
+  // Layers 1 and 3 page their KV heads as runs of different pairs; their bytes go through the
+  // device pool, the host tier and the disk tier and come back identical, and attention over the
+  // reloaded runs (each head unpacked from its own run's page) equals attention over the originals.
+  const Plan plan = test::per_head_plan();
+  const PlanVerifyResult r = verify_plan(plan, options_);
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.tiers_checked(), (std::vector<std::string>{"device", "host", "disk"}));
+  for (const Tier t : {Tier::kDevice, Tier::kHost, Tier::kDisk}) {
+    EXPECT_GT(r.tier(t).chunks, 0u);
+    EXPECT_EQ(r.tier(t).mismatches, 0u);
+    EXPECT_EQ(r.tier(t).refusals, 0u);
+  }
+  const PlanLayout layout(plan, {32});
+  EXPECT_EQ(r.transfer_groups, layout.groups().size());
+  EXPECT_EQ(r.disk_bytes_read, stored_chunk_bytes(layout));
+  ASSERT_EQ(r.layers.size(), 5u);
+  EXPECT_EQ(r.layers[1].pair, "q8_0/q8_0, q4_0/q4_0, q8_0/q8_0");
+  EXPECT_EQ(r.layers[3].pair, "q4_0/q4_0 x2, KV16");
+  for (const LayerVerify& l : r.layers) {
+    ASSERT_TRUE(l.attention_device_vs_reloaded_max_abs_diff.has_value());
+    EXPECT_EQ(*l.attention_device_vs_reloaded_max_abs_diff, 0.0) << "layer " << l.layer;
+  }
+  // Each head unpacks its own format: layer 1 (one q4_0 head of three) loses more than bf16
+  // (layer 0) and less than layer 3 (two q4_0 heads of three), which loses less than a layer of
+  // q4_0 on every head (the per-layer mixed plan's layer 3).
+  const PlanVerifyResult uniform = verify_plan(test::mixed_plan(3), options_);
+  EXPECT_LT(r.layers[0].key_rel_error, r.layers[1].key_rel_error);
+  EXPECT_LT(r.layers[1].key_rel_error, r.layers[3].key_rel_error);
+  EXPECT_LT(r.layers[3].key_rel_error, uniform.layers[3].key_rel_error);
   EXPECT_TRUE(parent_empty());
 }
 

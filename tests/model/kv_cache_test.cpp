@@ -288,7 +288,10 @@ TEST(PackedCache, PerHeadLayersReadEachHeadAsALayerOfItsPair) {
     const std::vector<KvPair> heads{KvPair::parse(a), KvPair::parse(b)};
     LayerKvCache mixed(1, {kHeads, kDim, 0}, heads, settings);
     ASSERT_TRUE(mixed.per_head());
-    EXPECT_THROW((void)mixed.layout(), Error);
+    ASSERT_EQ(mixed.n_head_runs(), 2);
+    EXPECT_EQ(mixed.head_run_layout(1).n_kv_heads(), 1);
+    EXPECT_EQ(mixed.head_run_layout(1).pair(), heads[1]);
+    EXPECT_THROW((void)mixed.head_run_layout(2), Error);
     std::vector<LayerKvCache> single;
     for (const KvPair& p : heads)
       single.emplace_back(1, KvLayerGeometry{kHeads, kDim, 0}, false, p, settings);

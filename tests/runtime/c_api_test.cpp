@@ -1,9 +1,12 @@
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -96,6 +99,88 @@ TEST_F(CApiTest, StoreLookupLoad) {
   ASSERT_EQ(kvplan_runtime_stats(rt, &s), KVPLAN_OK);
   EXPECT_EQ(s.stores_ok, 1u);
   EXPECT_EQ(s.bytes_device_to_host, bytes.size());
+  EXPECT_EQ(kvplan_runtime_refusals(rt), 0u);
+  kvplan_runtime_destroy(rt);
+}
+
+TEST_F(CApiTest, PerKvHeadLayersAreAddressedByHeadRun) {
+  write_plan(plan_path, test::per_head_plan());
+  kvplan_options* opt = small_options();
+  ASSERT_EQ(kvplan_options_set_model_geometry(opt, 5, 3, 64), KVPLAN_OK);
+  kvplan_runtime* rt = nullptr;
+  ASSERT_EQ(kvplan_runtime_create(plan_path.c_str(), opt, &rt), KVPLAN_OK)
+      << kvplan_last_error_message();
+  kvplan_options_destroy(opt);
+  EXPECT_EQ(kvplan_runtime_head_run_count(rt, 0), 1u);
+  EXPECT_EQ(kvplan_runtime_head_run_count(rt, 1), 3u);
+  EXPECT_EQ(kvplan_runtime_head_run_count(rt, 3), 2u);
+  EXPECT_EQ(kvplan_runtime_head_run_count(rt, 5), 0u);
+  uint32_t first = 0, n = 0;
+  ASSERT_EQ(kvplan_runtime_head_run_info(rt, 3, 1, &first, &n), KVPLAN_OK);
+  EXPECT_EQ(first, 2u);
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(kvplan_runtime_head_run_info(rt, 3, 2, &first, &n), KVPLAN_OUT_OF_RANGE);
+  // A layer of several runs is not one page: the layer-addressed calls refuse it.
+  uint64_t offset = 0, bytes = 0, n_values = 0;
+  EXPECT_EQ(kvplan_runtime_page_info(rt, 1, 0, KVPLAN_KEY, &offset, &bytes, &n_values),
+            KVPLAN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvplan_last_error_message()).find("layer 1"), std::string::npos);
+  ASSERT_EQ(kvplan_runtime_page_info(rt, 0, 0, KVPLAN_KEY, &offset, &bytes, &n_values), KVPLAN_OK);
+
+  // Pack each run's page of a chunk, store it, load it back: the bytes and the values return.
+  std::mt19937_64 rng(8);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const auto tokens = test::random_tokens(rng, 32);
+  kvplan_device_chunk* c = nullptr;
+  ASSERT_EQ(kvplan_runtime_acquire_chunk(rt, tokens.data(), tokens.size(), 0, &c), KVPLAN_OK);
+  std::vector<uint8_t> image(kvplan_device_chunk_bytes(c));
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, int32_t>, std::vector<float>> values;
+  for (uint32_t l = 0; l < kvplan_runtime_layer_count(rt); ++l) {
+    for (uint32_t r = 0; r < kvplan_runtime_head_run_count(rt, l); ++r) {
+      for (uint64_t p = 0; p < 2; ++p) {
+        for (const int32_t side : {KVPLAN_KEY, KVPLAN_VALUE}) {
+          ASSERT_EQ(kvplan_runtime_run_page_info(rt, l, r, p, side, &offset, &bytes, &n_values),
+                    KVPLAN_OK);
+          ASSERT_LE(offset + bytes, image.size());
+          std::vector<float>& v = values[{l, r, p, side}];
+          v.resize(n_values);
+          for (float& x : v) x = normal(rng);
+          ASSERT_EQ(kvplan_runtime_pack_run_page(rt, l, r, side, v.data(), v.size(),
+                                                 image.data() + offset, bytes),
+                    KVPLAN_OK)
+              << kvplan_last_error_message();
+        }
+      }
+    }
+  }
+  ASSERT_EQ(kvplan_device_chunk_write(rt, c, 0, image.data(), image.size()), KVPLAN_OK);
+  kvplan_transfer* t = nullptr;
+  ASSERT_EQ(kvplan_runtime_store(rt, c, nullptr, &t), KVPLAN_OK);
+  EXPECT_EQ(kvplan_transfer_wait(t), KVPLAN_OK);
+  kvplan_transfer_destroy(t);
+  ASSERT_EQ(kvplan_device_chunk_release(rt, c), KVPLAN_OK);
+  ASSERT_EQ(kvplan_runtime_load(rt, tokens.data(), tokens.size(), UINT64_MAX, &t), KVPLAN_OK);
+  EXPECT_EQ(kvplan_transfer_wait(t), KVPLAN_OK);
+  ASSERT_EQ(kvplan_transfer_chunk_count(t), 1u);
+  kvplan_device_chunk* loaded = nullptr;
+  ASSERT_EQ(kvplan_transfer_take_chunk(t, 0, &loaded), KVPLAN_OK);
+  kvplan_transfer_destroy(t);
+  std::vector<uint8_t> back(image.size());
+  ASSERT_EQ(kvplan_device_chunk_read(rt, loaded, 0, back.data(), back.size()), KVPLAN_OK);
+  EXPECT_EQ(back, image);
+  ASSERT_EQ(kvplan_device_chunk_release(rt, loaded), KVPLAN_OK);
+  // Layer 3's bf16 run gives its values back exactly.
+  ASSERT_EQ(kvplan_runtime_run_page_info(rt, 3, 1, 0, KVPLAN_VALUE, &offset, &bytes, &n_values),
+            KVPLAN_OK);
+  std::vector<float> unpacked(n_values);
+  ASSERT_EQ(kvplan_runtime_unpack_run_page(rt, 3, 1, KVPLAN_VALUE, back.data() + offset, bytes,
+                                           unpacked.data(), unpacked.size()),
+            KVPLAN_OK);
+  EXPECT_EQ(n_values, 16u * 1 * 64);
+  const std::vector<float>& original = values[{3u, 1u, uint64_t{0}, int32_t{KVPLAN_VALUE}}];
+  for (size_t i = 0; i < unpacked.size(); ++i) {
+    EXPECT_NEAR(unpacked[i], original[i], std::fabs(original[i]) / 128) << "value " << i;
+  }
   EXPECT_EQ(kvplan_runtime_refusals(rt), 0u);
   kvplan_runtime_destroy(rt);
 }

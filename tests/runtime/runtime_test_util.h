@@ -29,6 +29,22 @@ inline Plan mixed_plan(int n_kv_heads = 2, int head_dim = 64, size_t block_size 
   return p;
 }
 
+// mixed_plan with 3 KV heads and two per-KV-head layers: layer 1's heads take q8_0, q4_0, q8_0
+// (three runs, the first and last of one page format) and layer 3's q4_0, q4_0, bf16 (two runs, the
+// first of layer 1's middle format's pair over two heads).
+inline Plan per_head_plan(int head_dim = 64, size_t block_size = 16) {
+  Plan p = mixed_plan(3, head_dim, block_size);
+  const KvPair q8 = KvPair::parse("q8_0/q8_0"), q4 = KvPair::parse("q4_0/q4_0"),
+               bf16 = KvPair::parse("KV16");
+  p.layers[1].heads = {q8, q4, q8};
+  p.layers[3].heads = {q4, q4, bf16};
+  for (const int l : {1, 3}) {
+    p.layers[l].pair =
+        widest_pair_of_heads(p.layers[l].heads, p.model.geometry.layers[l], p.quantization, l);
+  }
+  return p;
+}
+
 inline std::vector<uint32_t> random_tokens(std::mt19937_64& rng, size_t n) {
   std::vector<uint32_t> t(n);
   for (auto& x : t) x = static_cast<uint32_t>(rng() % 50000);

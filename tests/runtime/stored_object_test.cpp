@@ -31,7 +31,7 @@ TEST(StoredObject, HeaderIsFixedWidthLittleEndian) {
   EXPECT_EQ(bytes[24], 0xCD);
   EXPECT_EQ(bytes[25], 0xAB);
   EXPECT_EQ(h.first_layer, 1u);
-  EXPECT_EQ(h.n_layers, 2u);
+  EXPECT_EQ(h.n_runs, 2u);
   EXPECT_EQ(h.key_format_id, static_cast<uint16_t>(FormatId::kQ4_0));
   EXPECT_EQ(h.payload_bytes, f.layout.group(1).chunk_bytes);
   EXPECT_EQ(check_object_header(h, h), RefusalReason::kNone);
@@ -55,7 +55,7 @@ TEST(StoredObject, EveryMismatchHasItsReason) {
   EXPECT_EQ(refusal([](auto& h) { h.value_format_id = 3; }), RefusalReason::kFormat);
   EXPECT_EQ(refusal([](auto& h) { h.key_format_version += 1; }), RefusalReason::kFormatVersion);
   EXPECT_EQ(refusal([](auto& h) { h.head_dim = 128; }), RefusalReason::kGeometry);
-  EXPECT_EQ(refusal([](auto& h) { h.layer_stride_bytes += 1; }), RefusalReason::kGeometry);
+  EXPECT_EQ(refusal([](auto& h) { h.run_stride_bytes += 1; }), RefusalReason::kGeometry);
   EXPECT_EQ(refusal([](auto& h) { h.payload_bytes += 1; }), RefusalReason::kPayloadBytes);
   // A flipped header byte without resealing: the header checksum catches it.
   StoredObjectHeader h = good;

@@ -129,6 +129,34 @@ TEST_F(PrefixReuse, RestoredFromEachTierGivesTheComputedLogits) {
   }
 }
 
+TEST_F(PrefixReuse, PerKvHeadPlansRestoredFromEachTierGiveTheComputedLogits) {
+  // A committed per-KV-head plan (FP8 scales per head, KIVI keys, TurboQuant values; heads of a
+  // layer on different formats), and one whose layer mixes a KIVI run, which keeps a residual
+  // window outside the stored chunks, with per-token runs. Each head run's pages travel through
+  // the runtime in their own transfer groups and come back into the cache's runs byte for byte.
+  Plan committed =
+      read_plan(fs::path(KVPLAN_SOURCE_DIR) / "data/reference/stories260k/per-head/plan-320.json");
+  ASSERT_TRUE(committed.per_head());
+  Plan mixed = plan_;
+  const KvPair per_token = KvPair::parse("int8/int4"), kivi = KvPair::parse("int2_kivi/int8");
+  const int heads = plan_.model.geometry.layers[0].n_kv_heads;
+  ASSERT_GE(heads, 3);
+  for (const size_t l : {size_t{0}, size_t{3}}) {
+    mixed.layers[l].heads = std::vector<KvPair>(static_cast<size_t>(heads), per_token);
+    mixed.layers[l].heads[1] = mixed.layers[l].heads[2] = kivi;
+    mixed.layers[l].pair =
+        widest_pair_of_heads(mixed.layers[l].heads, mixed.model.geometry.layers[l],
+                             mixed.quantization, static_cast<int>(l));
+  }
+  for (const Plan& plan : {committed, mixed}) {
+    SCOPED_TRACE(plan.layers[0].per_head() ? "mixed KIVI and per-token heads" : "committed");
+    plan_ = plan;
+    const PlanLayout layout(plan_, {.chunk_tokens = kChunk});
+    EXPECT_GT(layout.groups().size(), 1u);
+    expect_every_tier_restores_the_computed_logits();
+  }
+}
+
 void PrefixReuse::expect_every_tier_restores_the_computed_logits() {
   const RequestRun computed = request(second_, nullptr);
   // Device: the chunks stay there. Host: their device copies are dropped. Disk: one host slot,
