@@ -45,8 +45,9 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
   cmd->add_option("--uniform-validations", f.uniform_validations,
                   "Best-predicted uniform configurations measured on the selection text");
   cmd->add_option("--report-baselines", f.report_baselines,
-                  "Uniform configurations within the budget measured on the report text, best "
-                  "predicted first (0 = all)");
+                  "Best-predicted uniform configurations within the budget measured on the "
+                  "report text (0 = all), besides each format-family pairing's best, those "
+                  "within 3 % of the budget among the top 20 predicted and the engines' defaults");
   cmd->add_option("--selection,--validation", f.selection,
                   "Selection text (text or JSONL): chooses among the validated plans");
   cmd->add_option("--report", f.report,
@@ -130,7 +131,7 @@ search::SearchOptions search_options(const SearchFlags& f) {
     fail(ErrorCode::kInvalidArgument, "--uniform-validations and --report-baselines must be >= 0");
   }
   o.uniform_validations = f.uniform_validations;
-  o.report_baselines = f.report_baselines;
+  o.report_baselines.top = f.report_baselines;
   o.dbscan = {.eps = f.eps, .min_samples = f.min_samples};
   o.nsga2.population = f.population;
   o.nsga2.generations = f.generations;

@@ -61,7 +61,7 @@ void print_text(const pipeline::TunedPlan& tuned, const std::string& output) {
   }
   if (!out.cluster_note.empty()) std::printf("clustering  %s\n", out.cluster_note.c_str());
   std::printf("\n%-22s %7s %9s %11s %8s  %-34s\n", "uniform baseline", "bits", "B/token", "mean KL",
-              "top-1", "plan - baseline KL [95% CI]");
+              "top-1", "plan - baseline KL [95% CI], measured because");
   int listed = 0;
   for (const search::BaselineResult& b : out.baselines) {
     if (!b.within_budget) continue;
@@ -69,11 +69,13 @@ void print_text(const pipeline::TunedPlan& tuned, const std::string& output) {
       ++listed;
       continue;
     }
-    std::printf("%-22s %7.3f %9.0f %11.6f %7.2f%%  %+.6f [%+.6f, %+.6f] %s\n",
+    std::string why;
+    for (const std::string& reason : b.measured_because) why += (why.empty() ? "" : "; ") + reason;
+    std::printf("%-22s %7.3f %9.0f %11.6f %7.2f%%  %+.6f [%+.6f, %+.6f] %-13s  (%s)\n",
                 b.config.pair.name().c_str(),
                 8 * b.config.bytes_per_token / kv_values_per_token(plan.model.geometry),
                 b.config.bytes_per_token, b.report.mean_kl, 100 * b.report.top1_agreement, b.diff,
-                b.diff_low, b.diff_high, b.verdict());
+                b.diff_low, b.diff_high, b.verdict(), why.c_str());
   }
   if (q.best_uniform) {
     std::printf("\nbest uniform within the budget: %s, mean KL %.6f; plan / best = %.3f\n",
@@ -104,8 +106,9 @@ void print_text(const pipeline::TunedPlan& tuned, const std::string& output) {
   }
   if (listed > 0) {
     std::printf(
-        "%d more uniform configurations fit the budget; predicted worse, not measured on "
-        "the report text (plan.json lists them)\n",
+        "%d more uniform configurations fit the budget, not measured on the report text: none "
+        "is among the best predicted, its family pairing's best, near the budget or an engine "
+        "default (plan.json lists them)\n",
         listed);
   }
 }

@@ -84,6 +84,30 @@ Format Format::parse(std::string_view text) {
        format_names_for_help());
 }
 
+std::string_view format_family_name(FormatFamily family) {
+  switch (family) {
+    case FormatFamily::kPlain:
+      return "plain";
+    case FormatFamily::kUniformInt:
+      return "int";
+    case FormatFamily::kGgml:
+      return "ggml";
+    case FormatFamily::kFp8:
+      return "fp8";
+    case FormatFamily::kMicroscaled:
+      return "mx";
+    case FormatFamily::kTurboQuant:
+      return "turboquant";
+    case FormatFamily::kRotatedInt:
+      return "rotated int";
+    case FormatFamily::kRowScaledInt:
+      return "row-scaled int";
+    case FormatFamily::kOpaqueSlot:
+      return "slot";
+  }
+  return "unknown";
+}
+
 std::string Format::name() const {
   if (is_slot()) return "slot:" + std::to_string(slot_bytes_);
   return std::string(info().name);

@@ -56,4 +56,8 @@ class Format {
 // The list of valid names, for error messages and --help.
 std::string format_names_for_help();
 
+// A family's short name: "plain", "int", "ggml", "fp8", "mx", "turboquant", "rotated int",
+// "row-scaled int", "slot".
+std::string_view format_family_name(FormatFamily family);
+
 }  // namespace kvplan

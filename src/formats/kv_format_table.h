@@ -229,10 +229,10 @@ inline constexpr uint32_t kEngineLlamas = kEngineLlamaCpp | kEngineIkLlamaCpp;
   X(Q5_1Had, 97, "q5_1_had", 1, kGgml, 5, kHadamardQ5_1, kRotatedBlocks, kGgmlBlock,             \
     sizeof(BlockQ5_1), 0, 0.0f, false, 0, "q5_1 of the Hadamard-rotated row")                   \
   X(Q8_0Had64, 98, "q8_0_had64", 1, kGgml, 8, kHadamardQ8_0, kRotatedSpans, kHadamardSpan,       \
-    kHadamardSpanBlocks * sizeof(BlockQ8_0), 0, 0.0f, false, 0,                                 \
+    kHadamardSpanBlocks * sizeof(BlockQ8_0), 0, 0.0f, true, 0,                                  \
     "q8_0 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
   X(Q4_0Had64, 99, "q4_0_had64", 1, kGgml, 4, kHadamardQ4_0, kRotatedSpans, kHadamardSpan,       \
-    kHadamardSpanBlocks * sizeof(BlockQ4_0), 0, 0.0f, false, 0,                                 \
+    kHadamardSpanBlocks * sizeof(BlockQ4_0), 0, 0.0f, true, 0,                                  \
     "q4_0 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
   X(Q4_1Had64, 100, "q4_1_had64", 1, kGgml, 4, kHadamardQ4_1, kRotatedSpans, kHadamardSpan,      \
     kHadamardSpanBlocks * sizeof(BlockQ4_1), 0, 0.0f, false, 0,                                 \
@@ -244,7 +244,7 @@ inline constexpr uint32_t kEngineLlamas = kEngineLlamaCpp | kEngineIkLlamaCpp;
     kHadamardSpanBlocks * sizeof(BlockQ5_1), 0, 0.0f, false, 0,                                 \
     "q5_1 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
   X(Iq4NlHad64, 103, "iq4_nl_had64", 1, kGgml, 4, kHadamardIq4Nl, kRotatedSpans, kHadamardSpan,  \
-    kHadamardSpanBlocks * sizeof(BlockIq4Nl), 0, 0.0f, false, 0,                                \
+    kHadamardSpanBlocks * sizeof(BlockIq4Nl), 0, 0.0f, true, 0,                                 \
     "iq4_nl of the row rotated in spans of 64 (llama.cpp's V rotation)")
 // clang-format on
 

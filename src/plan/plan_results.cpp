@@ -180,6 +180,9 @@ UniformBaseline read_baseline(const JsonFields& b) {
     u.kl_difference = KlDifference{k->number("plan_minus_baseline"), k->number("low"),
                                    k->number("high"), k->optional_string("verdict").value_or("")};
   }
+  if (const auto why = b.optional_array("measured_because")) {
+    for (size_t i = 0; i < why->size(); ++i) u.measured_because.push_back(why->string_at(i));
+  }
   return u;
 }
 
@@ -201,6 +204,7 @@ json baseline_json(const UniformBaseline& u) {
                           {"high", u.kl_difference->high},
                           {"verdict", u.kl_difference->verdict}};
   }
+  if (!u.measured_because.empty()) j["measured_because"] = u.measured_because;
   return j;
 }
 

@@ -90,6 +90,10 @@ struct UniformBaseline {
   std::optional<double> predicted_error{};
   std::optional<double> mean_kl{}, top1_agreement{}, ppl{};
   std::optional<KlDifference> kl_difference{};
+  // Why the report text measured it (search/report_baselines.h: "top 4 predicted", "best of
+  // ggml/turboquant", "within 3 % of the budget", "engine or KVTuner default", "validated on
+  // selection"); empty in plans written before the reasons were recorded.
+  std::vector<std::string> measured_because{};
 };
 
 // A point of the search's fronts: "exact" (additive surrogate, DP) or "nsga2" (corrected).

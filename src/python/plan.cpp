@@ -144,7 +144,10 @@ void bind_plan(nb::module_& m) {
       .def_ro("effective_bits", &UniformBaseline::effective_bits)
       .def_ro("within_budget", &UniformBaseline::within_budget)
       .def_ro("mean_kl", &UniformBaseline::mean_kl, "On the report text; None when not measured.")
-      .def_ro("kl_difference", &UniformBaseline::kl_difference);
+      .def_ro("kl_difference", &UniformBaseline::kl_difference)
+      .def_ro("measured_because", &UniformBaseline::measured_because,
+              "Why the report text measured it ('top 4 predicted', 'best of ggml/turboquant', "
+              "...); empty in plans written before the reasons were recorded.");
 
   nb::class_<Plan>(m, "Plan", "A precision plan (plan.json): per layer the key and value format.")
       .def_static(

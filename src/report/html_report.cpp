@@ -1,5 +1,6 @@
 #include "report/html_report.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -104,28 +105,35 @@ std::string front_table(const ReportData& d) {
 }
 
 std::string baseline_table(const ReportData& d) {
+  // Plans that record why each baseline was measured get a column for it.
+  const bool reasons =
+      std::any_of(d.baselines.begin(), d.baselines.end(),
+                  [](const BaselinePoint& b) { return !b.measured_because.empty(); });
   std::string out =
       "<table>\n<tr><th class=\"l\">KV</th><th>equivalent bits</th><th>B/token</th>"
       "<th>within budget</th><th>mean KL</th><th>top-1</th><th>PPL</th>"
-      "<th>surrogate prediction</th><th>plan - baseline KL [95 % CI]</th></tr>\n";
+      "<th>surrogate prediction</th><th>plan - baseline KL [95 % CI]</th>";
+  out += reasons ? "<th class=\"l\">measured because</th></tr>\n" : "</tr>\n";
   if (d.plan_mean_kl) {
     out += fmt::format(
         "<tr class=\"plan\"><td class=\"l\">plan</td><td>{}</td><td>{}</td><td>yes</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td></td></tr>\n",
+        "<td>{}</td><td>{}</td><td>{}</td><td></td>{}</tr>\n",
         format_significant(d.summary.equivalent_bits, 4),
         format_count(static_cast<int64_t>(d.summary.bytes_per_token)),
         format_significant(*d.plan_mean_kl), d.plan_top1 ? format_percent(*d.plan_top1) : "n/a",
-        optional_significant(d.plan_ppl, 6), optional_significant(d.plan_predicted));
+        optional_significant(d.plan_ppl, 6), optional_significant(d.plan_predicted),
+        reasons ? "<td></td>" : "");
   }
   for (const BaselinePoint& b : d.baselines) {
     out += fmt::format(
         "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td><td>{}</td>{}</tr>\n",
         esc(b.kv), format_significant(b.equivalent_bits, 4),
         format_count(static_cast<int64_t>(b.bytes_per_token)), b.within_budget ? "yes" : "no",
         format_significant(b.mean_kl), format_percent(b.top1_agreement),
         format_significant(b.ppl, 6), optional_significant(b.predicted_error),
-        esc(kl_difference_text(b)));
+        esc(kl_difference_text(b)),
+        reasons ? "<td class=\"l\">" + esc(b.measured_because) + "</td>" : std::string());
   }
   return out + "</table>\n";
 }

@@ -1,5 +1,6 @@
 #include "report/markdown_report.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -106,21 +107,46 @@ std::string markdown_report(const ReportData& d) {
               format_significant(f.predicted_error), optional_significant(f.mean_kl)});
   }
   m += "\n";
-  m += header({"KV", "equivalent bits", "B/token", "within budget", "mean KL", "top-1", "PPL",
-               "surrogate prediction", "plan - baseline KL [95 % CI]"});
+  // Plans that record why each baseline was measured get a column for it.
+  const bool reasons =
+      std::any_of(d.baselines.begin(), d.baselines.end(),
+                  [](const BaselinePoint& b) { return !b.measured_because.empty(); });
+  std::vector<std::string> columns = {"KV",
+                                      "equivalent bits",
+                                      "B/token",
+                                      "within budget",
+                                      "mean KL",
+                                      "top-1",
+                                      "PPL",
+                                      "surrogate prediction",
+                                      "plan - baseline KL [95 % CI]"};
+  if (reasons) columns.push_back("measured because");
+  m += header(columns);
   if (d.plan_mean_kl) {
-    m += row({"**plan**", format_significant(d.summary.equivalent_bits, 4),
-              format_count(static_cast<int64_t>(d.summary.bytes_per_token)), "yes",
-              "**" + format_significant(*d.plan_mean_kl) + "**",
-              d.plan_top1 ? format_percent(*d.plan_top1) : "n/a",
-              optional_significant(d.plan_ppl, 6), optional_significant(d.plan_predicted), ""});
+    std::vector<std::string> cells = {"**plan**",
+                                      format_significant(d.summary.equivalent_bits, 4),
+                                      format_count(static_cast<int64_t>(d.summary.bytes_per_token)),
+                                      "yes",
+                                      "**" + format_significant(*d.plan_mean_kl) + "**",
+                                      d.plan_top1 ? format_percent(*d.plan_top1) : "n/a",
+                                      optional_significant(d.plan_ppl, 6),
+                                      optional_significant(d.plan_predicted),
+                                      ""};
+    if (reasons) cells.emplace_back();
+    m += row(cells);
   }
   for (const BaselinePoint& b : d.baselines) {
-    m += row({b.kv, format_significant(b.equivalent_bits, 4),
-              format_count(static_cast<int64_t>(b.bytes_per_token)), b.within_budget ? "yes" : "no",
-              format_significant(b.mean_kl), format_percent(b.top1_agreement),
-              format_significant(b.ppl, 6), optional_significant(b.predicted_error),
-              kl_difference_text(b)});
+    std::vector<std::string> cells = {b.kv,
+                                      format_significant(b.equivalent_bits, 4),
+                                      format_count(static_cast<int64_t>(b.bytes_per_token)),
+                                      b.within_budget ? "yes" : "no",
+                                      format_significant(b.mean_kl),
+                                      format_percent(b.top1_agreement),
+                                      format_significant(b.ppl, 6),
+                                      optional_significant(b.predicted_error),
+                                      kl_difference_text(b)};
+    if (reasons) cells.push_back(b.measured_because);
+    m += row(cells);
   }
 
   m += "\n## Memory\n\n";

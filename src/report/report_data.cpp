@@ -241,6 +241,9 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
     p.bytes_per_token = b.bytes_per_token;
     p.memory = by_bits ? p.equivalent_bits : p.bytes_per_token;
     p.within_budget = b.within_budget;
+    for (const std::string& why : b.measured_because) {
+      p.measured_because += (p.measured_because.empty() ? "" : "; ") + why;
+    }
     if (!b.mean_kl) {
       fail(ErrorCode::kInvalidArgument,
            "{}: field 'baselines[{}].mean_kl' is missing: a listed baseline is a measured one",

@@ -73,7 +73,8 @@ struct BaselinePoint {
   std::optional<double> predicted_error;  // under the refit surrogate; only for profiled pairs
   // plan - baseline mean KL on the report text and its paired bootstrap 95 % interval.
   std::optional<double> kl_difference, kl_difference_low, kl_difference_high;
-  std::string verdict;  // "plan lower", "plan higher", "no difference"
+  std::string verdict;           // "plan lower", "plan higher", "no difference"
+  std::string measured_because;  // the plan's reasons, "; "-joined (empty in older plans)
 };
 
 struct ValidationPoint {

@@ -168,27 +168,20 @@ SearchOutcome choose_plan(const SearchInputs& in) {
     low = ci.low;
     high = ci.high;
   };
-  std::set<KvPair> to_measure;
-  int by_prediction = 0;
-  for (const UniformConfig& u : uniforms) {
-    if (!budget.fits(memory_of_uniform(u))) continue;
-    if (options.report_baselines == 0 || by_prediction < options.report_baselines) {
-      to_measure.insert(u.pair);
-      ++by_prediction;
-    }
-  }
-  for (const std::string& name : options.reference_baselines) {
-    to_measure.insert(KvPair::parse(name));
-  }
+  std::vector<KvPair> validated_uniforms;
   for (const MeasuredPlan& m : out.loop.measured) {
-    if (!m.name.empty()) to_measure.insert(m.assignment.pairs.front());
+    if (!m.name.empty()) validated_uniforms.push_back(m.assignment.pairs.front());
   }
+  const std::map<KvPair, std::vector<std::string>> to_measure = report_baseline_reasons(
+      uniforms, memory_of_uniform, budget, options.report_baselines, validated_uniforms);
   for (const UniformConfig& u : uniforms) {
     BaselineResult b;
     b.config = u;
     b.within_budget = budget.fits(memory_of_uniform(u));
-    b.measured = b.within_budget && to_measure.contains(u.pair);
+    const auto why = to_measure.find(u.pair);
+    b.measured = b.within_budget && why != to_measure.end();
     if (b.measured) {
+      b.measured_because = why->second;
       b.report = measure_on(in.report, out.on_report, std::vector<KvPair>(all.size(), u.pair));
       plan_minus(b.report, b.diff, b.diff_low, b.diff_high);
     }

@@ -24,6 +24,7 @@
 #include "search/layer_groups.h"
 #include "search/long_context_kl.h"
 #include "search/paired_stats.h"
+#include "search/report_baselines.h"
 #include "search/validation_loop.h"
 
 namespace kvplan::search {
@@ -50,10 +51,30 @@ struct SearchOptions {
   Nsga2Options nsga2;
   ValidationLoopOptions loop;
   int uniform_validations = 2;  // best-predicted uniform configurations measured on SELECTION
-  int report_baselines = 4;     // uniform configurations within budget measured on REPORT (0: all)
-  // Also measured on REPORT when within the budget: the engines' and KVTuner's usual settings.
-  std::vector<std::string> reference_baselines = {
-      "q8_0/q8_0", "q4_0/q4_0", "q8_0/q4_0", "KV8", "K8V4", "KV4", "K4V2", "KV2", "iq4_nl/iq4_nl"};
+  // The uniform configurations measured on REPORT beside the plan (search/report_baselines.h):
+  // the best predicted, each format-family pairing's best, those near the budget among the top
+  // 20 predicted, and the engines' and KVTuner's usual settings, all within the budget. The
+  // llama.cpp defaults are listed rotated too: it rotates quantized K/V when head_dim % 64 == 0.
+  ReportBaselineOptions report_baselines{.references = {"q8_0/q8_0",
+                                                        "q4_0/q4_0",
+                                                        "q8_0/q4_0",
+                                                        "q8_0_had/q8_0_had",
+                                                        "q4_0_had/q4_0_had",
+                                                        "KV8",
+                                                        "K8V4",
+                                                        "KV4",
+                                                        "K4V2",
+                                                        "KV2",
+                                                        "iq4_nl/iq4_nl",
+                                                        "fp8_e4m3/fp8_e4m3",
+                                                        "nvfp4/nvfp4",
+                                                        "fp8_per_token_head/fp8_per_token_head",
+                                                        "int8_per_token_head/int8_per_token_head",
+                                                        "int4_per_token_head/int4_per_token_head",
+                                                        "tq_fp8/tq_int4",
+                                                        "tq_mse4/tq_int4",
+                                                        "tq_mse3/tq_int4",
+                                                        "tq_mse3/tq_int3"}};
   int bootstrap_resamples = 2000;
   std::vector<PlanToCompare> compare_plans{};
 };
@@ -81,6 +102,7 @@ struct BaselineResult {
   UniformConfig config;
   bool within_budget = false;
   bool measured = false;
+  std::vector<std::string> measured_because;  // search/report_baselines.h's reasons
   HeldOutKl::Result report;
   double diff = 0, diff_low = 0, diff_high = 0;  // plan - baseline mean KL, 95 % interval
 

@@ -93,6 +93,7 @@ void record_baselines(const SearchInputs& in, const SearchOutcome& out, Plan& pl
     entry.top1_agreement = b.report.top1_agreement;
     entry.ppl = b.report.ppl;
     entry.kl_difference = KlDifference{b.diff, b.diff_low, b.diff_high, b.verdict()};
+    entry.measured_because = b.measured_because;
     plan.results.baselines.push_back(std::move(entry));
   }
 }

@@ -18,12 +18,13 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
     if (f["name"] == "q5_1_had64") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 96);  // two spans of two 24-byte blocks
     }
-    // The llama.cpp rotation variants are searched only when named; the whole-row twins of
-    // q8_0, q4_0 and iq4_nl by default.
-    if (f["name"] == "q4_1_had" || f["name"] == "q8_0_had64" || f["name"] == "f32") {
+    // The llama.cpp rotation variants of q4_1 and q5 are searched only when named; those of
+    // q8_0, q4_0 and iq4_nl (whole row and spans of 64) by default.
+    if (f["name"] == "q4_1_had" || f["name"] == "q5_0_had64" || f["name"] == "f32") {
       EXPECT_FALSE(f["searched_by_default"].get<bool>()) << f;
     }
-    if (f["name"] == "q4_0_had" || f["name"] == "q4_0") {
+    if (f["name"] == "q4_0_had" || f["name"] == "q4_0" || f["name"] == "q8_0_had64" ||
+        f["name"] == "iq4_nl_had64") {
       EXPECT_TRUE(f["searched_by_default"].get<bool>()) << f;
     }
     // OCP MX: 4 blocks of 32 with one E8M0 byte each; NVFP4: 64 B of codes + 8 E4M3 scales.

@@ -50,12 +50,12 @@ TEST(ProfileTimings, CommittedProfileTimingsAreTyped) {
   EXPECT_EQ(t.build, (BuildRecord{"x86-64-v3", "AVX2 FMA F16C", "GCC 12.2.0", "3.4.0"}));
   EXPECT_EQ(t.attention_device, "cpu");
   EXPECT_EQ(t.cells_computed, 170);
-  EXPECT_EQ(t.reference_s, 0.055868114);
-  EXPECT_EQ(t.metrics_s, 1.181817683);
-  EXPECT_EQ(t.dkl_s, 0.13084595699999998);
-  EXPECT_EQ(t.total_s, 1.369859554);
-  EXPECT_EQ(t.seconds_per_cell, 0.008057997376470588);
-  EXPECT_EQ(t.load_s, 0.000358144);
+  EXPECT_EQ(t.reference_s, 0.439917311);
+  EXPECT_EQ(t.metrics_s, 5.715020556999999);
+  EXPECT_EQ(t.dkl_s, 1.202710307);
+  EXPECT_EQ(t.total_s, 7.363937075);
+  EXPECT_EQ(t.seconds_per_cell, 0.04331727691176471);
+  EXPECT_EQ(t.load_s, 0.001123252);
   EXPECT_TRUE(t.shards.empty());
   const nlohmann::ordered_json j = timings_to_json(t);
   EXPECT_EQ(keys_of(j), (std::vector<std::string>{

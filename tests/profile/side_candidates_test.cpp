@@ -25,9 +25,10 @@ ModelConfig config(int layers, int kv_heads, int head_dim) {
 TEST(SideCandidates, WholeCatalogueForKeysAndValuesWithAnchors) {
   const SideCandidates s = catalog_side_candidates(config(2, 3, 64), {}, {});
   // Every format but f32 is in the default catalogue: 31 per side survive at head_dim 64 (g128
-  // packs like g64 on 64-value rows), the three KIVI formats for keys only, + joint.
+  // packs like g64 on 64-value rows, the *_had64 forms like the *_had ones), the three KIVI
+  // formats for keys only, + joint.
   ASSERT_EQ(s.candidates.size(), 34u + 31u + 1u);
-  EXPECT_EQ(s.skipped.size(), 6u + 3u);
+  EXPECT_EQ(s.skipped.size(), 6u + 3u + 6u);
   EXPECT_EQ(candidate_side(s.candidates.front()), CandidateSide::kKeyOnly);
   EXPECT_EQ(candidate_side(s.candidates[33]), CandidateSide::kKeyOnly);
   EXPECT_EQ(s.candidates[8], KvPair::parse("int8_kivi/f32"));             // after f16 .. int2_g64
