@@ -1,6 +1,5 @@
 #include "search/report_baselines.h"
 
-#include <cmath>
 #include <set>
 #include <utility>
 
