@@ -92,8 +92,12 @@ def main():
         problems.append(f"quality.best_uniform.kv: {old_best} -> {new_best}")
     old_base = {b["kv"]: b["mean_kl"] for b in old.get("baselines", [])}
     new_base = {b["kv"]: b["mean_kl"] for b in new.get("baselines", [])}
-    if sorted(old_base) != sorted(new_base):
-        problems.append(f"baselines: {sorted(old_base)} -> {sorted(new_base)}")
+    # Name only what changed: a plan measures dozens of uniform pairs.
+    if set(old_base) != set(new_base):
+        dropped, added = sorted(set(old_base) - set(new_base)), sorted(set(new_base) - set(old_base))
+        problems.append(f"baselines measured: {len(old_base)} -> {len(new_base)}"
+                        + (f"; no longer measured {', '.join(dropped)}" if dropped else "")
+                        + (f"; newly measured {', '.join(added)}" if added else ""))
     for kv in sorted(set(old_base) & set(new_base)):
         if not close(old_base[kv], new_base[kv], tol):
             problems.append(f"baseline {kv} mean_kl: {old_base[kv]} -> {new_base[kv]} "

@@ -12,6 +12,10 @@
 #                                                           # committed profile and plan (seconds)
 #   scripts/ci/regenerate-references.sh --check --keep DIR  # also keep what --check regenerated, in
 #                                                           # DIR/<model>/ (to diff or inspect)
+#   scripts/ci/regenerate-references.sh --only smollm2-135m --budget 12240
+#                                                           # one budget's plan: the profile by
+#                                                           # `kvplan profile` (or `tune` at the
+#                                                           # first budget), then that search
 #
 # --check fails (exit 1) when a regenerated plan differs from the committed one beyond the
 # tolerance of scripts/ci/compare-plans.py: every layer's key and value formats identical, and every
@@ -25,6 +29,12 @@
 # 6480 (q4_0/q4_0) and 12240 (q8_0/q8_0) B/token, gemma3-270m at 5184 (q4_0/q4_0) and 9792
 # (q8_0/q8_0) B/token. Every plan is chosen on configs/calibration/selection.jsonl and measured on
 # configs/calibration/report.jsonl.
+#
+# --budget splits a model's regeneration into one job per budget (the plans workflow's matrix; a
+# SmolLM2 budget takes about an hour on 2 cores): each job makes the profile again (the same bits
+# as the tune's: its hash leaves out the timings) and searches its budget only. Without --check it
+# rewrites that plan and its reports, and refuses when the profile it made is not the one the
+# other committed plans record (then every budget must be regenerated).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -35,14 +45,15 @@ readonly kl_tolerance=0.001
 # Memory table of every reference report (also the command's defaults).
 readonly report_flags=(--gpu-memory 80GiB --context 4096,32768,131072)
 
-only="" check=0 reports_only=0 keep=""
+only="" check=0 reports_only=0 keep="" budget_only=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --only) only="${2:?--only needs a model: stories260k, smollm2-135m or gemma3-270m}"; shift 2 ;;
     --check) check=1; shift ;;
     --reports-only) reports_only=1; shift ;;
     --keep) keep="${2:?--keep needs a folder}"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --budget) budget_only="${2:?--budget needs bytes per token}"; shift 2 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "regenerate-references: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -57,6 +68,25 @@ case "${only}" in
        "gemma3-270m" >&2
      exit 2 ;;
 esac
+budgets() {  # MODEL: the reference budgets, bytes per token; the first one is tuned
+  case "$1" in
+    stories260k) echo "320 360" ;;
+    smollm2-135m) echo "6480 12240 5760" ;;
+    gemma3-270m) echo "5184 9792" ;;
+  esac
+}
+if [[ -n "${budget_only}" ]]; then
+  if [[ -z "${only}" || ${reports_only} -eq 1 ]]; then
+    echo "regenerate-references: --budget ${budget_only}: only with --only MODEL, not with" \
+      "--reports-only" >&2
+    exit 2
+  fi
+  if [[ " $(budgets "${only}") " != *" ${budget_only} "* ]]; then
+    echo "regenerate-references: --budget ${budget_only}: ${only}'s budgets are" \
+      "$(budgets "${only}")" >&2
+    exit 2
+  fi
+fi
 [[ -x "${kvplan}" ]] ||
   { echo "regenerate-references: ${kvplan} not built (scripts/setup/build.sh)" >&2; exit 2; }
 # References are made by the default build, whose plans any x86-64-v3 CPU reproduces bit for bit
@@ -84,14 +114,6 @@ model_file() {
   esac
 }
 
-budgets() {  # MODEL: the reference budgets, bytes per token; the first one is tuned
-  case "$1" in
-    stories260k) echo "320 360" ;;
-    smollm2-135m) echo "6480 12240 5760" ;;
-    gemma3-270m) echo "5184 9792" ;;
-  esac
-}
-
 # Extra flags of the searches after the first budget (none today: every budget runs the
 # defaults `tune` uses).
 search_flags() {  # MODEL
@@ -100,17 +122,24 @@ search_flags() {  # MODEL
   esac
 }
 
-# One profile (tune at the first budget) and a plan per budget from it.
+# One profile (tune at the first budget) and a plan per budget from it; with --budget only that
+# budget's plan (the profile by `kvplan profile` when the budget is not the first).
 make_plans() {  # MODEL OUT_DIR
   local name="$1" out="$2" model first="" budget
   model="$(model_file "${name}")"
   [[ -f "${model}" ]] || { echo "regenerate-references: ${model} is missing" >&2; exit 2; }
   for budget in $(budgets "${name}"); do
+    local wanted=1
+    [[ -z "${budget_only}" || "${budget_only}" == "${budget}" ]] || wanted=0
     if [[ -z "${first}" ]]; then
       first="${budget}"
-      "${kvplan}" tune --model "${model}" --max-bytes-per-token "${budget}" \
-        -o "${out}/plan-${budget}.json" --profile-out "${out}/profile.json"
-    else
+      if [[ ${wanted} -eq 1 ]]; then
+        "${kvplan}" tune --model "${model}" --max-bytes-per-token "${budget}" \
+          -o "${out}/plan-${budget}.json" --profile-out "${out}/profile.json"
+      else
+        "${kvplan}" profile --model "${model}" -o "${out}/profile.json"
+      fi
+    elif [[ ${wanted} -eq 1 ]]; then
       # shellcheck disable=SC2046  # the flags are words
       "${kvplan}" search --profile "${out}/profile.json" --model "${model}" \
         --max-bytes-per-token "${budget}" $(search_flags "${name}") -o "${out}/plan-${budget}.json"
@@ -118,9 +147,10 @@ make_plans() {  # MODEL OUT_DIR
   done
 }
 
-make_reports() {  # MODEL DIR: report-<bytes>.html/.md from DIR/profile.json and DIR/plan-<bytes>.json
+make_reports() {  # MODEL DIR [BUDGET]: report-<bytes>.html/.md from DIR/profile.json and
+  # DIR/plan-<bytes>.json, every budget's or BUDGET's
   local name="$1" dir="$2" format budget
-  for budget in $(budgets "${name}"); do
+  for budget in ${3:-$(budgets "${name}")}; do
     for format in html md; do
       "${kvplan}" -q report --profile "${dir}/profile.json" --plan "${dir}/plan-${budget}.json" \
         "${report_flags[@]}" --format "${format}" -o "${dir}/report-${budget}.${format}"
@@ -140,6 +170,24 @@ for name in stories260k smollm2-135m gemma3-270m; do
   if [[ ${reports_only} -eq 1 ]]; then
     make_reports "${name}" "${dir}"
     [[ -d "${per_head}" ]] && make_reports "${name}" "${per_head}"
+  elif [[ ${check} -eq 0 && -n "${budget_only}" ]]; then
+    tmp="$(mktemp -d)"
+    make_plans "${name}" "${tmp}"
+    # The new plan must record the profile the other committed plans record.
+    recorded_hash() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["provenance"]["profile"]["hash"])' "$1"; }
+    new_hash="$(recorded_hash "${tmp}/plan-${budget_only}.json")"
+    for plan in "${dir}"/plan-*.json; do
+      [[ "$(basename "${plan}")" == "plan-${budget_only}.json" ]] && continue
+      if [[ "$(recorded_hash "${plan}")" != "${new_hash}" ]]; then
+        echo "regenerate-references: the profile made today (${new_hash}) is not the one" \
+          "${plan} records: regenerate every budget of ${name} (without --budget)" >&2
+        rm -rf "${tmp}"
+        exit 1
+      fi
+    done
+    make_reports "${name}" "${tmp}" "${budget_only}"
+    cp "${tmp}/plan-${budget_only}.json" "${tmp}/report-${budget_only}".* "${dir}/"
+    rm -rf "${tmp}"
   elif [[ ${check} -eq 0 ]]; then
     tmp="$(mktemp -d)"
     make_plans "${name}" "${tmp}"

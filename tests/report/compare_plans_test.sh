@@ -27,12 +27,13 @@ variant baseline 'p["baselines"][0]["mean_kl"] *= 1.01'
 variant long 'p["quality"]["long_context"]["rows"][-1]["plan_mean_kl"] *= 1.01'
 variant worse 'p["quality"]["mean_kl"] = p["quality"]["best_uniform"]["mean_kl"] * 0.99'
 variant other_pair 'p["quality"]["best_uniform"]["kv"] = "q8_0/q8_0"'
+variant fewer_baselines 'p["baselines"] = p["baselines"][1:]'
 
 fail=0
 "${compare}" "${plan}" "${plan}" >/dev/null || { echo "FAIL: a plan differs from itself"; fail=1; }
 "${compare}" "${plan}" "${work}/same.json" >/dev/null ||
   { echo "FAIL: created time and a 0.05 % KL change must be accepted"; fail=1; }
-for v in layer kl baseline long; do
+for v in layer kl baseline long fewer_baselines; do
   if "${compare}" "${plan}" "${work}/${v}.json"; then
     echo "FAIL: drift '${v}' was not detected"
     fail=1
@@ -50,5 +51,11 @@ for v in worse other_pair; do
 done
 { "${compare}" "${plan}" "${work}/kl.json" || true; } | grep -q "+1.00 %" ||
   { echo "FAIL: a difference is printed without its relative size"; fail=1; }
+# A changed set of measured pairs names what left it, not every pair of both sets.
+dropped="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["baselines"][0]["kv"])' \
+  "${plan}")"
+message="$({ "${compare}" "${plan}" "${work}/fewer_baselines.json" || true; } | grep "baselines measured")"
+[[ "${message}" == *"no longer measured ${dropped}" && "${message}" != *"newly measured"* ]] ||
+  { echo "FAIL: a changed baseline set is printed as '${message}'"; fail=1; }
 [[ ${fail} -eq 0 ]] && echo "PASS: compare-plans accepts tolerated changes and rejects drift"
 exit ${fail}
