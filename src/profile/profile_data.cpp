@@ -335,6 +335,16 @@ void write_profile(const std::filesystem::path& path, const Profile& profile) {
   write_file_atomic(path, profile_text(profile));
 }
 
+std::optional<bool> Profile::per_head_dkl() const {
+  for (const auto& layer : cells) {
+    for (size_t c = 0; c < layer.size(); ++c) {
+      if (!layer[c] || !measures_dkl(c) || layer[c]->metrics.o_mse_heads.empty()) continue;
+      return !layer[c]->metrics.dkl_heads.empty();
+    }
+  }
+  return std::nullopt;
+}
+
 std::string profile_identity_mismatch(const Profile& a, const Profile& b) {
   auto differ = [](const std::string& field, const auto& x, const auto& y) -> std::string {
     if (x == y) return "";
@@ -366,6 +376,11 @@ std::string profile_identity_mismatch(const Profile& a, const Profile& b) {
   for (size_t k = 0; k < a.candidates.size(); ++k) ma += a.measures_dkl(k) ? '1' : '0';
   for (size_t k = 0; k < b.candidates.size(); ++k) mb += b.measures_dkl(k) ? '1' : '0';
   check(differ("dkl_measured", ma, mb));
+  // Mixing runs with and without the per-KV-head dKL re-runs would leave some layers' heads
+  // apportioned by o_mse alone: the per-head search would rank those layers' heads differently.
+  const std::optional<bool> ha = a.per_head_dkl(), hb = b.per_head_dkl();
+  auto per_head = [](bool h) { return h ? "measured per KV head" : "not measured per KV head"; };
+  if (ha && hb) check(differ("dkl_heads (--per-head-dkl)", per_head(*ha), per_head(*hb)));
   return d;
 }
 

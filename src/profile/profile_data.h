@@ -120,6 +120,10 @@ struct Profile {
   [[nodiscard]] bool measures_dkl(size_t candidate) const {
     return dkl_measured.empty() || dkl_measured[candidate];
   }
+  // Whether the run re-ran its dKL anchors once per KV head (`--per-head-dkl`), read off the
+  // cells: true when its measured cells of multi-head layers carry dkl_heads, false when they do
+  // not, none when it holds no such cell (a shard or partial profile may hold none).
+  [[nodiscard]] std::optional<bool> per_head_dkl() const;
 };
 
 // Which shard computes cell (layer, candidate): cells are numbered layer-major

@@ -154,11 +154,17 @@ Profile profile_header(const Transformer& model, const CalibrationSet& cal, cons
 }
 
 // Keeps `resume`'s cells after checking that it is the same experiment and shard.
-void keep_resumed_cells(Profile& profile, const Profile& resume) {
+void keep_resumed_cells(Profile& profile, const Profile& resume, bool per_head_dkl) {
   const std::string diff = profile_identity_mismatch(profile, resume);
   if (!diff.empty()) {
     fail(ErrorCode::kInvalidArgument, "--resume: the existing profile is for another run ({})",
          diff);
+  }
+  if (const std::optional<bool> resumed = resume.per_head_dkl();
+      resumed && *resumed != per_head_dkl) {
+    fail(ErrorCode::kInvalidArgument,
+         "--resume: the existing profile was made {} --per-head-dkl and this run is {} it",
+         *resumed ? "with" : "without", per_head_dkl ? "with" : "without");
   }
   if (resume.shard_index != profile.shard_index || resume.shard_count != profile.shard_count) {
     fail(ErrorCode::kInvalidArgument, "--resume: the existing profile is shard {}/{}, not {}/{}",
@@ -255,7 +261,9 @@ Profile run_profile(const Transformer& model, const CalibrationSet& calibration,
   const bool attention_on_gpu = options.gpu_device >= 0 && c.attn_logit_softcap == 0 &&
                                 GpuAttention::supports(options.settings, candidates.pairs);
   profile.attention_device = attention_on_gpu ? "gpu" : "cpu";
-  if (options.resume != nullptr) keep_resumed_cells(profile, *options.resume);
+  if (options.resume != nullptr) {
+    keep_resumed_cells(profile, *options.resume, options.per_head_dkl);
+  }
   const PendingCells pending = pending_cells(profile, options, c.n_layers, kl_prompts.size());
   const int threads = thread_count(options.threads);
   profile.timings.threads = threads;

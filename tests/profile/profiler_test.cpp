@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -167,6 +168,22 @@ TEST_F(StoriesProfile, CellsSplitTheirOutputErrorOverTheKvHeads) {
   EXPECT_TRUE(plain.cell(1, 0)->metrics.dkl_heads.empty());
   EXPECT_EQ(plain.cell(1, 0)->metrics.o_mse_heads, p.cell(1, 0)->metrics.o_mse_heads);
   EXPECT_EQ(plain.cell(1, 0)->metrics.dkl, p.cell(1, 0)->metrics.dkl);
+  EXPECT_EQ(p.per_head_dkl(), std::optional<bool>(true));
+  EXPECT_EQ(plain.per_head_dkl(), std::optional<bool>(false));
+  // The two are not one experiment: a profile resumed or merged across them would leave some
+  // layers' heads apportioned by o_mse alone.
+  EXPECT_NE(profile_identity_mismatch(p, plain).find("dkl_heads (--per-head-dkl)"),
+            std::string::npos);
+  ProfileOptions resume = o;
+  resume.per_head_dkl = true;
+  resume.resume = &plain;
+  try {
+    (void)run(resume);
+    ADD_FAILURE() << "resumed a profile made without --per-head-dkl with it";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("made without --per-head-dkl"), std::string::npos)
+        << e.what();
+  }
   const int n_kv = model_->weights.config.n_kv_heads[0];
   ASSERT_GT(n_kv, 1);
   int differ = 0;
