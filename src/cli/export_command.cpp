@@ -66,8 +66,9 @@ ExportMeasure measure_export(const ExportOptions& o, const Plan& plan, const Pla
   ExportMeasure m;
   std::vector<KvPair> planned;
   for (const PlanLayer& l : plan.layers) planned.push_back(l.pair);
-  m.plan = kl.measure(planned);
-  m.engine = kl.measure(e.runs);
+  std::vector<search::HeldOutKl::Result> measured = kl.measure_all({planned, e.runs});
+  m.plan = std::move(measured[0]);
+  m.engine = std::move(measured[1]);
   m.difference = search::paired_bootstrap(m.engine.kl_sums, m.plan.kl_sums,
                                           m.plan.scored_per_prompt, 2000, 42);
   QuantSettings per_token = plan.quantization;

@@ -156,6 +156,32 @@ SearchOutcome choose_plan(const SearchInputs& in) {
 
   // The report text: the chosen plan and the uniform baselines, never used to choose.
   const MeasuredPlan& chosen = out.loop.chosen;
+  std::vector<KvPair> validated_uniforms;
+  for (const MeasuredPlan& m : out.loop.measured) {
+    if (!m.name.empty()) validated_uniforms.push_back(m.assignment.pairs.front());
+  }
+  const std::map<KvPair, std::vector<std::string>> to_measure = report_baseline_reasons(
+      uniforms, memory_of_uniform, budget, options.report_baselines, validated_uniforms);
+  {
+    // Measured together, prompt by prompt: a prompt whose exact logits were not kept runs its
+    // exact forward once for all of them (the same bits as one at a time).
+    std::vector<std::vector<KvPair>> batch{chosen.assignment.pairs};
+    for (const UniformConfig& u : uniforms) {
+      if (budget.fits(memory_of_uniform(u)) && to_measure.contains(u.pair)) {
+        batch.emplace_back(all.size(), u.pair);
+      }
+    }
+    for (const PlanToCompare& other : options.compare_plans) batch.push_back(other.config);
+    std::erase_if(batch, [&](const auto& pairs) { return out.on_report.contains(pairs); });
+    std::sort(batch.begin(), batch.end());
+    batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
+    spdlog::info("report text: measuring {} configurations ({} tokens each)", batch.size(),
+                 in.report.kl->n_tokens());
+    std::vector<HeldOutKl::Result> results = in.report.kl->measure_all(batch);
+    for (size_t k = 0; k < batch.size(); ++k) {
+      out.on_report.emplace(std::move(batch[k]), std::move(results[k]));
+    }
+  }
   out.plan_report = measure_on(in.report, out.on_report, chosen.assignment.pairs);
   // The plan minus another configuration on the report text, paired prompt by prompt.
   const auto plan_minus = [&](const HeldOutKl::Result& other, double& diff, double& low,
@@ -167,12 +193,6 @@ SearchOutcome choose_plan(const SearchInputs& in) {
     low = ci.low;
     high = ci.high;
   };
-  std::vector<KvPair> validated_uniforms;
-  for (const MeasuredPlan& m : out.loop.measured) {
-    if (!m.name.empty()) validated_uniforms.push_back(m.assignment.pairs.front());
-  }
-  const std::map<KvPair, std::vector<std::string>> to_measure = report_baseline_reasons(
-      uniforms, memory_of_uniform, budget, options.report_baselines, validated_uniforms);
   for (const UniformConfig& u : uniforms) {
     BaselineResult b;
     b.config = u;

@@ -137,42 +137,59 @@ int64_t HeldOutKl::n_tokens() const {
 }
 
 HeldOutKl::Result HeldOutKl::measure(const std::vector<KvPair>& pairs) const {
-  const KvCacheOptions kv = rules_.cache_for(pairs, kv_geometry(model_.config()));
-  std::vector<PromptScore> scores(prompts_.size());
+  return std::move(measure_all({pairs}).front());
+}
+
+std::vector<HeldOutKl::Result> HeldOutKl::measure_all(
+    const std::vector<std::vector<KvPair>>& configs) const {
+  const KvGeometry geometry = kv_geometry(model_.config());
+  std::vector<KvCacheOptions> caches;
+  caches.reserve(configs.size());
+  for (const std::vector<KvPair>& pairs : configs) caches.push_back(rules_.cache_for(pairs, geometry));
+  // [config][prompt]
+  std::vector<std::vector<PromptScore>> scores(configs.size(),
+                                               std::vector<PromptScore>(prompts_.size()));
   for_each_prompt(prompts_.size(), [&](size_t i) {
-    const RowMatrix quantized = next_token_logits(model_, prompts_[i], kv);
-    // Prompts whose exact logits were not kept (rows only) re-run the exact forward.
+    // A prompt whose exact logits were not kept (rows only) re-runs the exact forward, once.
     const bool kept = exact_[i].logits.rows() > 0;
     ReferenceDistribution recomputed;
-    if (!kept) recomputed = exact_distribution(i);
+    if (!kept && !configs.empty()) recomputed = exact_distribution(i);
     const ReferenceDistribution& exact = kept ? exact_[i] : recomputed;
-    PromptScore& s = scores[i];
-    for (Eigen::Index t = 0; t < quantized.rows(); ++t) {
-      const LogitSummary& p = exact.rows[static_cast<size_t>(t)];
-      const LogitSummary q = summarize_logits(quantized.row(t));
-      s.kl += next_token_kl(exact.logits.row(t), p, quantized.row(t), q);
-      s.agree += p.argmax == q.argmax;
-      s.nll -= log_prob(quantized.row(t), q, prompts_[i][static_cast<size_t>(t) + 1]);
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const RowMatrix quantized = next_token_logits(model_, prompts_[i], caches[c]);
+      PromptScore& s = scores[c][i];
+      for (Eigen::Index t = 0; t < quantized.rows(); ++t) {
+        const LogitSummary& p = exact.rows[static_cast<size_t>(t)];
+        const LogitSummary q = summarize_logits(quantized.row(t));
+        s.kl += next_token_kl(exact.logits.row(t), p, quantized.row(t), q);
+        s.agree += p.argmax == q.argmax;
+        s.nll -= log_prob(quantized.row(t), q, prompts_[i][static_cast<size_t>(t) + 1]);
+      }
     }
   });
-  Result r;
-  double kl = 0, nll = 0;
-  int64_t agree = 0;
-  for (size_t i = 0; i < scores.size(); ++i) {
-    const PromptScore& s = scores[i];
-    r.kl_sums.push_back(s.kl);
-    r.scored_per_prompt.push_back(static_cast<double>(prompts_[i].size() - 1));
-    kl += s.kl;
-    nll += s.nll;
-    agree += s.agree;
-  }
+  std::vector<Result> results;
+  results.reserve(configs.size());
   const double n = static_cast<double>(scored_);
-  r.scored = scored_;
-  r.mean_kl = kl / n;
-  r.top1_agreement = static_cast<double>(agree) / n;
-  r.ppl = std::exp(nll / n);
-  r.ppl_exact = std::exp(exact_nll_ / n);
-  return r;
+  for (const std::vector<PromptScore>& per_prompt : scores) {
+    Result r;
+    double kl = 0, nll = 0;
+    int64_t agree = 0;
+    for (size_t i = 0; i < per_prompt.size(); ++i) {
+      const PromptScore& s = per_prompt[i];
+      r.kl_sums.push_back(s.kl);
+      r.scored_per_prompt.push_back(static_cast<double>(prompts_[i].size() - 1));
+      kl += s.kl;
+      nll += s.nll;
+      agree += s.agree;
+    }
+    r.scored = scored_;
+    r.mean_kl = kl / n;
+    r.top1_agreement = static_cast<double>(agree) / n;
+    r.ppl = std::exp(nll / n);
+    r.ppl_exact = std::exp(exact_nll_ / n);
+    results.push_back(std::move(r));
+  }
+  return results;
 }
 
 }  // namespace kvplan::search

@@ -1,12 +1,14 @@
 // The real error the validation loop measures: mean KL(exact || quantized) of next-token
 // distributions over held-out prompts, with every layer's KV quantized by its pair. The exact-KV
 // logits are computed once and kept up to an eighth of physical memory; each measurement runs the
-// quantized model, and the exact one again only for prompts whose logits were not kept. Prompts run
-// in parallel, each with serial GEMMs, and sums are reduced in prompt order, so results do not
-// depend on the thread count.
+// quantized model, and the exact one again only for prompts whose logits were not kept —
+// measure_all measures many configurations prompt by prompt, so that such a prompt's exact forward
+// runs once for all of them. Prompts run in parallel, each with serial GEMMs, and sums are reduced
+// in prompt order, so results do not depend on the thread count, the memory kept or the batching.
 //
 //   HeldOutKl kl(model, prompts, {settings, profile.chunk_attends_quantized, profile.kv_absmax});
 //   HeldOutKl::Result r = kl.measure(pairs);  // r.mean_kl, r.top1_agreement, r.ppl
+//   std::vector<HeldOutKl::Result> rs = kl.measure_all({plan, uniform_a, uniform_b});
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,10 @@ class HeldOutKl {
 
   // `pairs` has one entry per model layer, or one per KV head (CacheRules::cache_for).
   [[nodiscard]] Result measure(const std::vector<KvPair>& pairs) const;
+  // measure() of each configuration, bit for bit, with one exact forward per prompt whose exact
+  // logits were not kept instead of one per configuration (Gemma 3's vocabulary keeps 2 of 10).
+  [[nodiscard]] std::vector<Result> measure_all(
+      const std::vector<std::vector<KvPair>>& configs) const;
   [[nodiscard]] int64_t n_tokens() const;
   [[nodiscard]] int64_t n_scored() const { return scored_; }
   [[nodiscard]] size_t n_prompts() const { return prompts_.size(); }

@@ -92,6 +92,40 @@ TEST(HeldOutKl, ResultsDoNotDependOnTheExactLogitsKept) {
   EXPECT_GT(all.mean_kl, 0.0);
 }
 
+// Configurations measured together, prompt by prompt, give each one's measure() bit for bit,
+// whether the exact logits are kept or re-run once per prompt for the whole batch.
+TEST(HeldOutKl, MeasuringTogetherGivesEachConfigurationsOwnBits) {
+  const auto path = test::models_dir() / "stories260K.gguf";
+  KVPLAN_NEED_FILE(path, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  const ModelWeights weights = load_model_weights(path);
+  const Transformer model(weights);
+  const std::vector<std::vector<int32_t>> prompts = {prompt(40, 1), prompt(33, 2), prompt(50, 3)};
+  const size_t n_layers = static_cast<size_t>(weights.config.n_layers);
+  std::vector<KvPair> mixed(n_layers, KvPair::parse("KV8"));
+  mixed[1] = KvPair::parse("K2V4");
+  const std::vector<std::vector<KvPair>> configs = {
+      std::vector<KvPair>(n_layers, KvPair::parse("K4V2")), mixed,
+      std::vector<KvPair>(n_layers, KvPair::parse("KV2"))};
+  const HeldOutKl::CacheRules rules{QuantSettings{}, true};
+  for (const size_t budget : {size_t{0}, size_t{1} << 30}) {
+    const HeldOutKl kl(model, prompts, rules, budget);
+    const std::vector<HeldOutKl::Result> together = kl.measure_all(configs);
+    ASSERT_EQ(together.size(), configs.size());
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const HeldOutKl::Result alone = kl.measure(configs[c]);
+      EXPECT_EQ(together[c].mean_kl, alone.mean_kl) << budget << " " << c;
+      EXPECT_EQ(together[c].kl_sums, alone.kl_sums) << budget << " " << c;
+      EXPECT_EQ(together[c].top1_agreement, alone.top1_agreement) << budget << " " << c;
+      EXPECT_EQ(together[c].ppl, alone.ppl) << budget << " " << c;
+    }
+    // Three different errors: the results are not one configuration's copied.
+    EXPECT_NE(together[0].mean_kl, together[1].mean_kl);
+    EXPECT_LT(together[0].mean_kl, together[2].mean_kl);
+    EXPECT_LT(together[1].mean_kl, together[2].mean_kl);
+  }
+  EXPECT_TRUE(HeldOutKl(model, prompts, rules).measure_all({}).empty());
+}
+
 // A configuration per KV head: every head of a layer alike measures bit for bit as the per-layer
 // configuration; one head of one layer coarser moves the error between the two uniform ones, and
 // measures as a forward pass over a cache built from that configuration does.
