@@ -114,7 +114,24 @@ SearchOutcome choose_plan(const SearchInputs& in) {
     if (use) space.groups = grouped.groups;
   }
 
-  // Every real evaluation goes through one cache per text set.
+  // Every real evaluation goes through one cache per text set. Configurations are measured
+  // together where they are known together: a prompt whose exact logits were not kept runs its
+  // exact forward once for the batch (the same bits as one at a time).
+  const auto measure_all_on = [](const TextSet& set, auto& cache,
+                                 const std::vector<std::vector<KvPair>>& configs) {
+    std::vector<std::vector<KvPair>> missing;
+    for (const std::vector<KvPair>& pairs : configs) {
+      if (!cache.contains(pairs) &&
+          std::find(missing.begin(), missing.end(), pairs) == missing.end()) {
+        missing.push_back(pairs);
+      }
+    }
+    std::vector<HeldOutKl::Result> results = set.kl->measure_all(missing);
+    for (size_t k = 0; k < missing.size(); ++k) cache.emplace(missing[k], std::move(results[k]));
+    std::vector<HeldOutKl::Result> measured;
+    for (const std::vector<KvPair>& pairs : configs) measured.push_back(cache.at(pairs));
+    return measured;
+  };
   const auto measure_on = [](const TextSet& set, auto& cache,
                              const std::vector<KvPair>& pairs) -> const HeldOutKl::Result& {
     auto it = cache.find(pairs);
@@ -136,10 +153,13 @@ SearchOutcome choose_plan(const SearchInputs& in) {
                      memory_of_uniform(u), u.layer_errors});
   }
   out.loop = run_validation_loop(
-      space, options.nsga2,
-      [&](const std::vector<KvPair>& p) {
-        return measure_on(in.selection, out.on_selection, p).mean_kl;
-      },
+      space, options.nsga2, MeasureAllFn([&](const std::vector<std::vector<KvPair>>& plans) {
+        std::vector<double> ys;
+        for (const HeldOutKl::Result& r : measure_all_on(in.selection, out.on_selection, plans)) {
+          ys.push_back(r.mean_kl);
+        }
+        return ys;
+      }),
       options.loop, extra);
   {
     std::vector<double> predicted, measured;
@@ -163,8 +183,6 @@ SearchOutcome choose_plan(const SearchInputs& in) {
   const std::map<KvPair, std::vector<std::string>> to_measure = report_baseline_reasons(
       uniforms, memory_of_uniform, budget, options.report_baselines, validated_uniforms);
   {
-    // Measured together, prompt by prompt: a prompt whose exact logits were not kept runs its
-    // exact forward once for all of them (the same bits as one at a time).
     std::vector<std::vector<KvPair>> batch{chosen.assignment.pairs};
     for (const UniformConfig& u : uniforms) {
       if (budget.fits(memory_of_uniform(u)) && to_measure.contains(u.pair)) {
@@ -172,15 +190,9 @@ SearchOutcome choose_plan(const SearchInputs& in) {
       }
     }
     for (const PlanToCompare& other : options.compare_plans) batch.push_back(other.config);
-    std::erase_if(batch, [&](const auto& pairs) { return out.on_report.contains(pairs); });
-    std::sort(batch.begin(), batch.end());
-    batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
     spdlog::info("report text: measuring {} configurations ({} tokens each)", batch.size(),
                  in.report.kl->n_tokens());
-    std::vector<HeldOutKl::Result> results = in.report.kl->measure_all(batch);
-    for (size_t k = 0; k < batch.size(); ++k) {
-      out.on_report.emplace(std::move(batch[k]), std::move(results[k]));
-    }
+    (void)measure_all_on(in.report, out.on_report, batch);
   }
   out.plan_report = measure_on(in.report, out.on_report, chosen.assignment.pairs);
   // The plan minus another configuration on the report text, paired prompt by prompt.

@@ -145,7 +145,8 @@ std::vector<HeldOutKl::Result> HeldOutKl::measure_all(
   const KvGeometry geometry = kv_geometry(model_.config());
   std::vector<KvCacheOptions> caches;
   caches.reserve(configs.size());
-  for (const std::vector<KvPair>& pairs : configs) caches.push_back(rules_.cache_for(pairs, geometry));
+  for (const std::vector<KvPair>& pairs : configs)
+    caches.push_back(rules_.cache_for(pairs, geometry));
   // [config][prompt]
   std::vector<std::vector<PromptScore>> scores(configs.size(),
                                                std::vector<PromptScore>(prompts_.size()));

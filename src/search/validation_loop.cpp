@@ -58,6 +58,20 @@ ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& 
                                          const MeasureFn& measure,
                                          const ValidationLoopOptions& options,
                                          const std::vector<ExtraPlan>& extra) {
+  return run_validation_loop(std::move(space), search,
+                             MeasureAllFn([&](const std::vector<std::vector<KvPair>>& plans) {
+                               std::vector<double> ys;
+                               for (const std::vector<KvPair>& pairs : plans)
+                                 ys.push_back(measure(pairs));
+                               return ys;
+                             }),
+                             options, extra);
+}
+
+ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
+                                         const MeasureAllFn& measure_all,
+                                         const ValidationLoopOptions& options,
+                                         const std::vector<ExtraPlan>& extra) {
   options.validate();
   ValidationLoopResult result;
   result.surrogate = fit_surrogate({}, space.layers.size(), options.fit);
@@ -82,10 +96,17 @@ ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& 
     std::stable_sort(order.begin(), order.end(), [](const Assignment& a, const Assignment& b) {
       return a.predicted_error < b.predicted_error;
     });
-    int measured_now = 0;
+    // The round's evaluations are chosen before any is measured (extra plans first in round 1,
+    // then the most promising searched plans), then measured as one batch.
+    struct Pending {
+      Assignment assignment;
+      std::string name;
+      std::vector<double> layer_errors;
+    };
+    std::vector<Pending> pending;
     const size_t measured_before = result.measured.size();
     const auto budget_left = [&] {
-      return static_cast<int>(result.measured.size()) < options.max_evaluations;
+      return static_cast<int>(measured_before + pending.size()) < options.max_evaluations;
     };
     if (round == 1) {
       for (const ExtraPlan& x : extra) {
@@ -95,26 +116,34 @@ ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& 
         a.pairs = x.pairs;
         a.memory = x.memory;
         a.predicted_error = predict(result.surrogate, x.layer_errors);
-        const double y = measure(a.pairs);
-        result.measured.push_back({a, x.name, y, round});
-        validations.push_back({x.layer_errors, y});
-        spdlog::info("round {}: {} at {:.3f} predicted {:.5f}, measured {:.5f}", round, x.name,
-                     a.memory, a.predicted_error, y);
+        pending.push_back({std::move(a), x.name, x.layer_errors});
       }
     }
     // After round 1 the surrogate is fitted to measured errors, so its prediction can be held
     // against the best one measured: a plan predicted no better is not worth an evaluation.
     const double worth_measuring_below = best * (1 - options.min_improvement);
+    int measured_now = 0;
     for (const Assignment& a : order) {
       if (measured_now == options.plans_per_round || !budget_left()) break;
       if (round > 1 && !(a.predicted_error < worth_measuring_below)) break;
       if (!measured_choices.insert(a.choice).second) continue;
-      const double y = measure(a.pairs);
-      result.measured.push_back({a, "", y, round});
-      validations.push_back({layer_errors(space, a), y});
+      pending.push_back({a, "", layer_errors(space, a)});
       ++measured_now;
-      spdlog::info("round {}: plan at {:.3f} predicted {:.5f}, measured {:.5f}", round, a.memory,
-                   a.predicted_error, y);
+    }
+    std::vector<std::vector<KvPair>> batch;
+    for (const Pending& p : pending) batch.push_back(p.assignment.pairs);
+    const std::vector<double> ys = batch.empty() ? std::vector<double>{} : measure_all(batch);
+    if (ys.size() != batch.size()) {
+      fail(ErrorCode::kInternal, "validation loop: {} plans measured, {} results", batch.size(),
+           ys.size());
+    }
+    for (size_t k = 0; k < pending.size(); ++k) {
+      Pending& p = pending[k];
+      spdlog::info("round {}: {} at {:.3f} predicted {:.5f}, measured {:.5f}", round,
+                   p.name.empty() ? "plan" : p.name, p.assignment.memory,
+                   p.assignment.predicted_error, ys[k]);
+      validations.push_back({std::move(p.layer_errors), ys[k]});
+      result.measured.push_back({std::move(p.assignment), p.name, ys[k], round});
     }
     const auto best_it = std::min_element(
         result.measured.begin(), result.measured.end(),

@@ -45,6 +45,9 @@ struct ValidationLoopOptions {
 // Measures the real error (e.g. mean KL vs exact KV on the selection prompts) of per-layer pairs,
 // one per entry of SearchSpace::layers.
 using MeasureFn = std::function<double(const std::vector<KvPair>& pairs)>;
+// The same for a round's plans at once, one result per plan in order (HeldOutKl::measure_all: a
+// prompt whose exact logits were not kept runs its exact forward once for the batch).
+using MeasureAllFn = std::function<std::vector<double>(const std::vector<std::vector<KvPair>>&)>;
 
 // A plan from outside the searched space (its pairs may have been pruned from some layers).
 struct ExtraPlan {
@@ -88,7 +91,12 @@ std::vector<double> layer_errors(const SearchSpace& space, const Assignment& ass
 // full objective, within the budget.
 std::vector<Assignment> merged_front(const ExactFront& exact, const SearchResult& nsga);
 
-// Throws Error(kResourceExhausted) if no plan within the budget exists.
+// Throws Error(kResourceExhausted) if no plan within the budget exists. Each round chooses its
+// evaluations before measuring them, so both forms give the same loop.
+ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
+                                         const MeasureAllFn& measure_all,
+                                         const ValidationLoopOptions& options,
+                                         const std::vector<ExtraPlan>& extra = {});
 ValidationLoopResult run_validation_loop(SearchSpace space, const Nsga2Options& search,
                                          const MeasureFn& measure,
                                          const ValidationLoopOptions& options,

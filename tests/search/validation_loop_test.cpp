@@ -46,6 +46,43 @@ HiddenModel make_model(uint32_t seed) {
   return m;
 }
 
+// A round's plans measured as one batch (what choose_plan does, so that HeldOutKl runs each
+// prompt's exact forward once per round) give the loop one plan at a time gives: the same plans,
+// in the same order, the same choice; each round's evaluations arrive together.
+TEST(ValidationLoop, MeasuringARoundAsOneBatchGivesTheSameLoop) {
+  HiddenModel one_by_one = make_model(15), batched = make_model(15);
+  Nsga2Options search;
+  search.generations = 80;
+  ValidationLoopOptions loop;
+  loop.max_rounds = 4;
+  loop.plans_per_round = 3;
+  loop.max_evaluations = 12;
+  const ValidationLoopResult a =
+      run_validation_loop(one_by_one.space, search, std::ref(one_by_one), loop);
+  std::vector<size_t> batch_sizes;
+  const MeasureAllFn measure_all = [&](const std::vector<std::vector<KvPair>>& plans) {
+    batch_sizes.push_back(plans.size());
+    std::vector<double> ys;
+    for (const std::vector<KvPair>& pairs : plans) ys.push_back(batched(pairs));
+    return ys;
+  };
+  const ValidationLoopResult b = run_validation_loop(batched.space, search, measure_all, loop);
+  ASSERT_EQ(a.measured.size(), b.measured.size());
+  for (size_t i = 0; i < a.measured.size(); ++i) {
+    EXPECT_EQ(a.measured[i].assignment.pairs, b.measured[i].assignment.pairs) << i;
+    EXPECT_EQ(a.measured[i].measured, b.measured[i].measured) << i;
+    EXPECT_EQ(a.measured[i].round, b.measured[i].round) << i;
+  }
+  EXPECT_EQ(a.chosen.assignment.pairs, b.chosen.assignment.pairs);
+  // One batch per round that measured anything, of that round's size.
+  std::vector<size_t> per_round;
+  for (const ValidationRound& r : b.round_log) {
+    if (r.measured > 0) per_round.push_back(static_cast<size_t>(r.measured));
+  }
+  EXPECT_EQ(batch_sizes, per_round);
+  EXPECT_EQ(batch_sizes.front(), 3u);  // round 1's three most promising plans, together
+}
+
 TEST(ValidationLoop, RefitsFindABetterPlanThanTheFirstRound) {
   // On 18 of the hidden models of seeds 1-40 (these options) a plan proposed after a refit beats
   // every first-round plan; on the rest the first round already held the best plan found. Seed 15
