@@ -46,17 +46,28 @@ HiddenModel make_model(uint32_t seed) {
   return m;
 }
 
+Nsga2Options short_search() {
+  Nsga2Options search;
+  search.generations = 80;
+  return search;
+}
+
+// Up to 4 rounds of 3 plans, 12 evaluations in all.
+ValidationLoopOptions four_rounds_of_three() {
+  ValidationLoopOptions loop;
+  loop.max_rounds = 4;
+  loop.plans_per_round = 3;
+  loop.max_evaluations = 12;
+  return loop;
+}
+
 // A round's plans measured as one batch (what choose_plan does, so that HeldOutKl runs each
 // prompt's exact forward once per round) give the loop one plan at a time gives: the same plans,
 // in the same order, the same choice; each round's evaluations arrive together.
 TEST(ValidationLoop, MeasuringARoundAsOneBatchGivesTheSameLoop) {
   HiddenModel one_by_one = make_model(15), batched = make_model(15);
-  Nsga2Options search;
-  search.generations = 80;
-  ValidationLoopOptions loop;
-  loop.max_rounds = 4;
-  loop.plans_per_round = 3;
-  loop.max_evaluations = 12;
+  const Nsga2Options search = short_search();
+  const ValidationLoopOptions loop = four_rounds_of_three();
   const ValidationLoopResult a =
       run_validation_loop(one_by_one.space, search, std::ref(one_by_one), loop);
   std::vector<size_t> batch_sizes;
@@ -89,12 +100,8 @@ TEST(ValidationLoop, RefitsFindABetterPlanThanTheFirstRound) {
   // is one where the unweighted first surrogate misranks (best measured 11.73 in round 1, 9.19
   // after refits).
   HiddenModel model = make_model(15);
-  Nsga2Options search;
-  search.generations = 80;
-  ValidationLoopOptions loop;
-  loop.max_rounds = 4;
-  loop.plans_per_round = 3;
-  loop.max_evaluations = 12;
+  const Nsga2Options search = short_search();
+  const ValidationLoopOptions loop = four_rounds_of_three();
   const ValidationLoopResult r = run_validation_loop(model.space, search, std::ref(model), loop);
   EXPECT_EQ(model.calls, static_cast<int>(r.measured.size()));
   EXPECT_LE(r.measured.size(), 12u);
