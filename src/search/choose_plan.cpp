@@ -126,17 +126,14 @@ SearchOutcome choose_plan(const SearchInputs& in) {
         missing.push_back(pairs);
       }
     }
+    if (missing.empty()) return;
     std::vector<HeldOutKl::Result> results = set.kl->measure_all(missing);
     for (size_t k = 0; k < missing.size(); ++k) cache.emplace(missing[k], std::move(results[k]));
-    std::vector<HeldOutKl::Result> measured;
-    for (const std::vector<KvPair>& pairs : configs) measured.push_back(cache.at(pairs));
-    return measured;
   };
-  const auto measure_on = [](const TextSet& set, auto& cache,
-                             const std::vector<KvPair>& pairs) -> const HeldOutKl::Result& {
-    auto it = cache.find(pairs);
-    if (it == cache.end()) it = cache.emplace(pairs, set.kl->measure(pairs)).first;
-    return it->second;
+  const auto measure_on = [&](const TextSet& set, auto& cache,
+                              const std::vector<KvPair>& pairs) -> const HeldOutKl::Result& {
+    measure_all_on(set, cache, {pairs});
+    return cache.at(pairs);
   };
 
   // The best-predicted uniform configurations compete with the searched plans on selection.
@@ -152,15 +149,15 @@ SearchOutcome choose_plan(const SearchInputs& in) {
     extra.push_back({"uniform " + u.pair.name(), std::vector<KvPair>(all.size(), u.pair),
                      memory_of_uniform(u), u.layer_errors});
   }
-  out.loop = run_validation_loop(
-      space, options.nsga2, MeasureAllFn([&](const std::vector<std::vector<KvPair>>& plans) {
-        std::vector<double> ys;
-        for (const HeldOutKl::Result& r : measure_all_on(in.selection, out.on_selection, plans)) {
-          ys.push_back(r.mean_kl);
-        }
-        return ys;
-      }),
-      options.loop, extra);
+  out.loop = run_validation_loop(space, options.nsga2,
+                                 MeasureAllFn([&](const std::vector<std::vector<KvPair>>& plans) {
+                                   measure_all_on(in.selection, out.on_selection, plans);
+                                   std::vector<double> ys;
+                                   for (const std::vector<KvPair>& pairs : plans)
+                                     ys.push_back(out.on_selection.at(pairs).mean_kl);
+                                   return ys;
+                                 }),
+                                 options.loop, extra);
   {
     std::vector<double> predicted, measured;
     for (const MeasuredPlan& m : out.loop.measured) {
@@ -192,7 +189,7 @@ SearchOutcome choose_plan(const SearchInputs& in) {
     for (const PlanToCompare& other : options.compare_plans) batch.push_back(other.config);
     spdlog::info("report text: measuring {} configurations ({} tokens each)", batch.size(),
                  in.report.kl->n_tokens());
-    (void)measure_all_on(in.report, out.on_report, batch);
+    measure_all_on(in.report, out.on_report, batch);
   }
   out.plan_report = measure_on(in.report, out.on_report, chosen.assignment.pairs);
   // The plan minus another configuration on the report text, paired prompt by prompt.
