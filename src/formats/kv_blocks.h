@@ -22,7 +22,8 @@
 
 namespace kvplan {
 
-inline constexpr int kGgmlBlock = 32;  // QK8_0 == QK4_0 == QK4_1 == QK5_0 == QK5_1 == QK4_NL
+inline constexpr int kGgmlBlock =
+    32;  // QK8_0 == QK4_0 == QK4_1 == QK5_0 == QK5_1 == QK4_NL == QK6_0
 
 struct BlockQ8_0 {
   uint16_t d;  // f16 scale
@@ -57,6 +58,16 @@ struct BlockQ5_1 {
   uint8_t qs[kGgmlBlock / 2];
 };
 static_assert(sizeof(BlockQ5_1) == 24);
+
+// ik_llama.cpp's q6_0 (mainline llama.cpp has none): codes 0..63, value = (code - 32) * d. The low
+// 4 bits as in q4_0/q5_0; the top 2 bits of value v (j = v % 16) in bits 4 * (j / 8) + 2 * (v / 16)
+// of qh[j % 8], so byte k holds values k, k+16, k+8, k+24 from its low bits up.
+struct BlockQ6_0 {
+  uint16_t d;
+  uint8_t qh[kGgmlBlock / 4];
+  uint8_t qs[kGgmlBlock / 2];
+};
+static_assert(sizeof(BlockQ6_0) == 26);
 
 struct BlockIq4Nl {
   uint16_t d;

@@ -97,7 +97,9 @@ enum class RowUnit : uint8_t {
   X(Int8PerTokenHead,     None,  false, 1,                0, false)      \
   X(HadamardQ4_1,         Q4_1,  true,  1,                0, false)      \
   X(HadamardQ5_0,         Q5_0,  true,  1,                0, false)      \
-  X(HadamardQ5_1,         Q5_1,  true,  1,                0, false)
+  X(HadamardQ5_1,         Q5_1,  true,  1,                0, false)      \
+  X(Q6_0,                 None,  false, 1,                0, false)      \
+  X(HadamardQ6_0,         Q6_0,  true,  1,                0, false)
 // clang-format on
 
 #define KVPLAN_CODEC_ENUMERATOR(e, ...) k##e,
@@ -245,7 +247,14 @@ inline constexpr uint32_t kEngineLlamas = kEngineLlamaCpp | kEngineIkLlamaCpp;
     "q5_1 of the row rotated in spans of 64 (llama.cpp's V rotation)")                          \
   X(Iq4NlHad64, 103, "iq4_nl_had64", 1, kGgml, 4, kHadamardIq4Nl, kRotatedSpans, kHadamardSpan,  \
     kHadamardSpanBlocks * sizeof(BlockIq4Nl), 0, 0.0f, true, 0,                                 \
-    "iq4_nl of the row rotated in spans of 64 (llama.cpp's V rotation)")
+    "iq4_nl of the row rotated in spans of 64 (llama.cpp's V rotation)")                        \
+  X(Q6_0, 104, "q6_0", 1, kGgml, 6, kQ6_0, kBlock, kGgmlBlock, sizeof(BlockQ6_0), 0, 0.0f,       \
+    false, kEngineIkLlamaCpp, "ik_llama.cpp q6_0 (symmetric 6-bit, f16 scale per 32)")           \
+  X(Q6_0Had, 105, "q6_0_had", 1, kGgml, 6, kHadamardQ6_0, kRotatedBlocks, kGgmlBlock,            \
+    sizeof(BlockQ6_0), 0, 0.0f, false, 0, "q6_0 of the Hadamard-rotated row")                   \
+  X(Q6_0Had64, 106, "q6_0_had64", 1, kGgml, 6, kHadamardQ6_0, kRotatedSpans, kHadamardSpan,      \
+    kHadamardSpanBlocks * sizeof(BlockQ6_0), 0, 0.0f, false, 0,                                 \
+    "q6_0 of the row rotated in spans of 64 (ik_llama.cpp's -khad/-vhad at such heads)")
 // clang-format on
 
 // One enumerator per line of the table (kF16, kQ4_0, ...), plus the opaque slot. Numeric ids are

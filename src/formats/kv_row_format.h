@@ -162,6 +162,8 @@ KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uin
     quantize_block_q5_0(in, out);
   } else if constexpr (kC == Codec::kQ5_1) {
     quantize_block_q5_1(in, out);
+  } else if constexpr (kC == Codec::kQ6_0) {
+    quantize_block_q6_0(in, out);
   } else if constexpr (kC == Codec::kIq4Nl) {
     quantize_block_iq4_nl(in, out);
   } else if constexpr (kC == Codec::kFp8E4M3) {
@@ -192,6 +194,8 @@ KVPLAN_HD inline void quantize_unit_as(const float* in, int n, uint8_t* out, uin
     quantize_rotated_row<Codec::kQ5_0, sizeof(BlockQ5_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardQ5_1) {
     quantize_rotated_row<Codec::kQ5_1, sizeof(BlockQ5_1)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ6_0) {
+    quantize_rotated_row<Codec::kQ6_0, sizeof(BlockQ6_0)>(in, n, out);
   } else if constexpr (kC == Codec::kTqFp8) {
     for (int i = 0; i < n; ++i) out[i] = f32_to_fp8_e4m3(in[i]);
   } else if constexpr (kC == Codec::kTqMse3) {
@@ -236,6 +240,8 @@ KVPLAN_HD inline void dequantize_unit_as(const uint8_t* in, const uint8_t* scale
     dequantize_block_q5_0(in, out);
   } else if constexpr (kC == Codec::kQ5_1) {
     dequantize_block_q5_1(in, out);
+  } else if constexpr (kC == Codec::kQ6_0) {
+    dequantize_block_q6_0(in, out);
   } else if constexpr (kC == Codec::kIq4Nl) {
     dequantize_block_iq4_nl(in, out);
   } else if constexpr (kC == Codec::kFp8E4M3) {
@@ -266,6 +272,8 @@ KVPLAN_HD inline void dequantize_unit_as(const uint8_t* in, const uint8_t* scale
     dequantize_rotated_row<Codec::kQ5_0, sizeof(BlockQ5_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardQ5_1) {
     dequantize_rotated_row<Codec::kQ5_1, sizeof(BlockQ5_1)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ6_0) {
+    dequantize_rotated_row<Codec::kQ6_0, sizeof(BlockQ6_0)>(in, n, out);
   } else if constexpr (kC == Codec::kTqFp8) {
     for (int i = 0; i < n; ++i) out[i] = fp8_e4m3_to_f32(in[i]);
   } else if constexpr (kC == Codec::kTqMse3) {
@@ -327,7 +335,7 @@ template <Codec kC>
 inline constexpr bool kHasRotatedDomain =
     kC == Codec::kHadamardQ8_0 || kC == Codec::kHadamardQ4_0 || kC == Codec::kHadamardIq4Nl ||
     kC == Codec::kHadamardQ4_1 || kC == Codec::kHadamardQ5_0 || kC == Codec::kHadamardQ5_1 ||
-    kC == Codec::kTqMse3 || kC == Codec::kTqMse4;
+    kC == Codec::kHadamardQ6_0 || kC == Codec::kTqMse3 || kC == Codec::kTqMse4;
 
 // Whether dequantize_units_in_lanes has a lane form of codec kC: the same rotated row codecs, whose
 // per-row rotation (and TurboQuant's norm) is a dependent chain that one row alone cannot spread
@@ -350,6 +358,8 @@ inline void dequantize_units_in_lanes(const uint8_t* const* in, int n, float* co
     dequantize_rotated_rows_lanes<Codec::kQ5_0, sizeof(BlockQ5_0), kLanes>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardQ5_1) {
     dequantize_rotated_rows_lanes<Codec::kQ5_1, sizeof(BlockQ5_1), kLanes>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ6_0) {
+    dequantize_rotated_rows_lanes<Codec::kQ6_0, sizeof(BlockQ6_0), kLanes>(in, n, out);
   } else if constexpr (kC == Codec::kTqMse3) {
     dequantize_rows_tq_mse_lanes<3, kLanes>(in, n, out);
   } else if constexpr (kC == Codec::kTqMse4) {
@@ -375,6 +385,8 @@ KVPLAN_HD inline void dequantize_unit_rotated_as(const uint8_t* in, int n, float
     dequantize_rotated_blocks<Codec::kQ5_0, sizeof(BlockQ5_0)>(in, n, out);
   } else if constexpr (kC == Codec::kHadamardQ5_1) {
     dequantize_rotated_blocks<Codec::kQ5_1, sizeof(BlockQ5_1)>(in, n, out);
+  } else if constexpr (kC == Codec::kHadamardQ6_0) {
+    dequantize_rotated_blocks<Codec::kQ6_0, sizeof(BlockQ6_0)>(in, n, out);
   } else if constexpr (kC == Codec::kTqMse3) {
     dequantize_row_tq_mse_rotated<3>(in, n, out);
   } else if constexpr (kC == Codec::kTqMse4) {
@@ -458,6 +470,10 @@ KVPLAN_HD inline void with_codec(Codec c, Fn&& fn) {
       return fn(CodecTag<Codec::kHadamardQ5_0>{});
     case Codec::kHadamardQ5_1:
       return fn(CodecTag<Codec::kHadamardQ5_1>{});
+    case Codec::kQ6_0:
+      return fn(CodecTag<Codec::kQ6_0>{});
+    case Codec::kHadamardQ6_0:
+      return fn(CodecTag<Codec::kHadamardQ6_0>{});
     case Codec::kTqFp8:
       return fn(CodecTag<Codec::kTqFp8>{});
     case Codec::kTqMse3:

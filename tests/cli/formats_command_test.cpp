@@ -10,7 +10,7 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
   const RunResult r = run_kvplan("formats --head-dim 128 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["formats"].size(), 47u);
+  ASSERT_EQ(j["formats"].size(), 50u);
   for (const auto& f : j["formats"]) {
     if (f["name"] == "q4_0" || f["name"] == "q4_0_had" || f["name"] == "q4_0_had64") {
       EXPECT_EQ(f["bytes_per_row"].get<int>(), 72) << f;
@@ -20,7 +20,8 @@ TEST(FormatsCommand, ListsEveryFormatWithSizes) {
     }
     // The llama.cpp rotation variants of q4_1 and q5 are searched only when named; those of
     // q8_0, q4_0 and iq4_nl (whole row and spans of 64) by default.
-    if (f["name"] == "q4_1_had" || f["name"] == "q5_0_had64" || f["name"] == "f32") {
+    if (f["name"] == "q4_1_had" || f["name"] == "q5_0_had64" || f["name"] == "f32" ||
+        f["name"] == "q6_0" || f["name"] == "q6_0_had64") {
       EXPECT_FALSE(f["searched_by_default"].get<bool>()) << f;
     }
     if (f["name"] == "q4_0_had" || f["name"] == "q4_0" || f["name"] == "q8_0_had64" ||

@@ -114,6 +114,12 @@ TEST(EngineRotation, IkLlamaCppRotatesEachSideOnItsOwnSwitch) {
   EXPECT_FALSE(setting_stores(ik(), settings[1], 64, true, Format::parse("q5_0")));
   EXPECT_TRUE(setting_stores(ik(), settings[1], 64, true, Format::parse("q5_0_had")));
   EXPECT_FALSE(setting_stores(ik(), settings[1], 64, true, Format::parse("q5_0_had64")));
+  // q6_0 is ik_llama.cpp's alone: rotated under -vhad, plain without it; llama.cpp has neither.
+  EXPECT_TRUE(setting_stores(ik(), settings[2], 64, false, Format::parse("q6_0_had")));
+  EXPECT_TRUE(setting_stores(ik(), settings[0], 64, false, Format::parse("q6_0")));
+  EXPECT_TRUE(engine_stores(ik(), pair("q6_0_had64/q6_0"), 192));
+  EXPECT_FALSE(engine_stores(llama(), pair("q6_0/q6_0"), 64));
+  EXPECT_FALSE(engine_stores(llama(), pair("q6_0_had/q6_0_had64"), 64));
   // Any power-of-two head size is rotated whole (128, 256); 192 and 320 in blocks of 64; 384 in
   // blocks of 128, which no kvplan format rotates (only the setting without flags).
   EXPECT_EQ(rotation_settings(ik(), 256).size(), 4u);

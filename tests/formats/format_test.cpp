@@ -22,8 +22,9 @@ TEST(Format, EveryNameParsesToItselfAndIdsAreUnique) {
   // f32 f16 bf16, int8/4/2 at the plan's group, g64 and g128, their KIVI key forms, q8_0 q4_0 q4_1
   // q5_0 q5_1 iq4_nl, fp8 x2, mxfp4 mxfp6_e2m3 mxfp8_e4m3 nvfp4, fp8_per_token_head, q8_0_had
   // q4_0_had iq4_nl_had, TurboQuant's tq_fp8 tq_mse3 tq_mse4 tq_int3 tq_int4, vLLM's
-  // int4_per_token_head and int8_per_token_head; q4_1_had q5_0_had q5_1_had, and the six *_had64.
-  EXPECT_EQ(ids.size(), 47u);
+  // int4_per_token_head and int8_per_token_head; q4_1_had q5_0_had q5_1_had, the six *_had64, and
+  // ik_llama.cpp's q6_0 with q6_0_had and q6_0_had64.
+  EXPECT_EQ(ids.size(), 50u);
 }
 
 TEST(Format, StableNumericIds) {

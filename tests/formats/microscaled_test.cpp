@@ -1,6 +1,6 @@
 // OCP MX (MXFP4, MXFP6 E2M3, MXFP8 E4M3), NVFP4 and vLLM's fp8_per_token_head bytes worked out by
-// hand from the formats' definitions (src/formats/kv_format_math.h cites them). MXFP4 is also checked
-// against gguf-py's quantizer in ggml_golden_test.cpp.
+// hand from the formats' definitions (src/formats/kv_format_math.h cites them). MXFP4 is also
+// checked against gguf-py's quantizer in ggml_golden_test.cpp.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -198,6 +198,28 @@ TEST(HadamardRotated, AsymmetricAndFiveBitBlocksOfTheRotatedRow) {
     const std::vector<float> y = unpacked(f, packed_hex(f, x), 32);
     for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], x[i], 2e-3) << f << " " << i;
   }
+}
+
+TEST(IkLlamaCppQ6_0, SixBitCodesWithTheirTopBitsInQh) {
+  // x_j = (j - 16) / 2: the signed value of largest magnitude is x_0 = -8, d = -8 / -32 = 0.25
+  // (f16 0x3400) and the codes are x / d + 32 = 2j. Nibbles: value j and j + 16 share byte j of
+  // qs, both (2j) & 15. Top bits (2j) >> 4 = j / 8: qh byte k holds values k (0), k + 16 (2),
+  // k + 8 (1) and k + 24 (3) from its low bits up: 0 | 2 << 2 | 1 << 4 | 3 << 6 = 0xd8.
+  std::vector<float> x(32);
+  for (size_t j = 0; j < x.size(); ++j) x[j] = (static_cast<float>(j) - 16.0f) / 2.0f;
+  const std::string qs = "0022446688aaccee";
+  EXPECT_EQ(packed_hex("q6_0", x), "0034" + repeated("d8", 8) + qs + qs);
+  EXPECT_EQ(unpacked("q6_0", packed_hex("q6_0", x), 32), x);  // every value on the grid
+  // The top of the range clamps: +x_max / d + 32.5 = 64.5 would need a seventh bit, so 63.
+  std::vector<float> top(32, 0.0f);
+  top[5] = -1.0f;
+  top[6] = 1.0f;
+  const std::vector<float> back = unpacked("q6_0", packed_hex("q6_0", top), 32);
+  EXPECT_EQ(back[5], -1.0f);
+  EXPECT_FLOAT_EQ(back[6], 31.0f / 32.0f);
+  // 26 bytes per 32 values: 6.5 bits, between mxfp6 (6.25) and q8_0 (8.5).
+  EXPECT_EQ(packed_row_bytes(Format::parse("q6_0"), 128, 32), 104u);
+  EXPECT_EQ(packed_row_bytes(Format::parse("q6_0_had64"), 192, 32), 156u);
 }
 
 TEST(HadamardRotated, SpansOf64AreRotatedOnTheirOwn) {

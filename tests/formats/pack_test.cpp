@@ -123,6 +123,8 @@ double error_bound(const Format& f, std::span<const float> row, std::span<const 
       return amax / 8 * (1 + 8 * u16) + 8 * sub16 + margin;  // +8 clamps to 7: one step
     case FormatId::kQ5_0:
       return amax / 16 * (1 + 16 * u16) + 16 * sub16 + margin;  // +16 clamps to 15
+    case FormatId::kQ6_0:
+      return amax / 32 * (1 + 32 * u16) + 32 * sub16 + margin;  // +32 clamps to 31
     case FormatId::kQ4_1:
     case FormatId::kQ5_1: {
       const double levels = f.id() == FormatId::kQ4_1 ? 15 : 31;
@@ -163,7 +165,9 @@ double error_bound(const Format& f, std::span<const float> row, std::span<const 
     case FormatId::kQ4_1Had64:
     case FormatId::kQ5_0Had64:
     case FormatId::kQ5_1Had64:
-    case FormatId::kIq4NlHad64: {
+    case FormatId::kIq4NlHad64:
+    case FormatId::kQ6_0Had:
+    case FormatId::kQ6_0Had64: {
       // The rotation is orthonormal: one value's error is at most its unit's L2 error (the row,
       // or a span of it: bounded by the row's), and each rotated value is at most ||x||, with the
       // inner format's error per unit of its block max (q4_0 and q5_0 clamp the top: one step).
@@ -175,6 +179,7 @@ double error_bound(const Format& f, std::span<const float> row, std::span<const 
                              : c == Codec::kHadamardQ4_1 ? 0.07
                              : c == Codec::kHadamardQ5_0 ? 0.07
                              : c == Codec::kHadamardQ5_1 ? 0.04
+                             : c == Codec::kHadamardQ6_0 ? 0.035
                                                          : 0.2;
       return std::sqrt(static_cast<double>(row.size())) * std::sqrt(norm) * per_max + margin;
     }
@@ -296,7 +301,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"q4_0_had", 128, 32}, Case{"q4_0_had", 256, 32}, Case{"iq4_nl_had", 128, 32},
         Case{"q4_1_had", 64, 32}, Case{"q5_0_had", 128, 32}, Case{"q5_1_had", 256, 32},
         Case{"q8_0_had64", 64, 32}, Case{"q4_0_had64", 192, 32}, Case{"q4_1_had64", 256, 32},
-        Case{"q5_0_had64", 128, 32}, Case{"q5_1_had64", 320, 32}, Case{"iq4_nl_had64", 256, 32}),
+        Case{"q5_0_had64", 128, 32}, Case{"q5_1_had64", 320, 32}, Case{"iq4_nl_had64", 256, 32},
+        Case{"q6_0", 64, 32}, Case{"q6_0", 96, 32}, Case{"q6_0_had", 128, 32},
+        Case{"q6_0_had64", 192, 32}),
     [](const auto& info) {
       return std::string(info.param.format) + "_d" + std::to_string(info.param.head_dim) + "_g" +
              std::to_string(info.param.group);
@@ -470,7 +477,10 @@ TEST(Pack, ConstantRowsAndZerosDoNotDivideByZero) {
                            "q4_1_had64",
                            "q5_0_had64",
                            "q5_1_had64",
-                           "iq4_nl_had64"}) {
+                           "iq4_nl_had64",
+                           "q6_0",
+                           "q6_0_had",
+                           "q6_0_had64"}) {
     const Format f = Format::parse(name);
     for (float value : {0.0f, 2.5f, -1.0f}) {
       std::vector<float> row(64, value), back(64, std::nanf(""));

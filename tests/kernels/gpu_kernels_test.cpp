@@ -57,6 +57,8 @@ TEST_F(GpuKernels, DecodeAttentionMatchesF64) {
   check_decode({F("tq_fp8"), F("tq_int4"), 256, 8, 2, 32, {17}, 16, 1, 11}, true);
   // Rotated rows: keys whole (one unit per row), values in spans of 64 (two units per row).
   check_decode({F("q5_0_had"), F("iq4_nl_had64"), 128, 4, 2, 32, {65, 7}, 16, 1, 12}, true);
+  // ik_llama.cpp's 6-bit blocks, plain keys and values rotated in spans of 64.
+  check_decode({F("q6_0"), F("q6_0_had64"), 128, 4, 2, 32, {40, 129}, 16, 0, 13}, true);
   // Long contexts, batch 8, default splits.
   check_decode(
       {F("q8_0"), F("q4_0"), 128, 32, 8, 32, {8192, 4096, 1, 3000, 8191, 17, 5000, 2048}, 16, 0, 9},

@@ -93,6 +93,8 @@ TEST(DecodeReference, MatchesF64Attention) {
   check_decode({F("tq_fp8"), F("tq_int4"), 256, 8, 2, 32, {17}, 16, 1, 11}, false);
   // Rotated rows: keys whole (one unit per row), values in spans of 64 (two units per row).
   check_decode({F("q5_0_had"), F("iq4_nl_had64"), 128, 4, 2, 32, {65, 7}, 16, 1, 12}, false);
+  // ik_llama.cpp's 6-bit blocks, plain keys and values rotated in spans of 64.
+  check_decode({F("q6_0"), F("q6_0_had64"), 128, 4, 2, 32, {40, 129}, 16, 0, 13}, false);
 }
 
 TEST(BatchedReference, MatchesF64Attention) {

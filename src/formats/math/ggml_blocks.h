@@ -1,5 +1,6 @@
-// llama.cpp's KV cache blocks (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl): the reference quantizers of
-// ggml (quantize_row_*_ref) reproduced operation for operation, so the bytes are identical; build
+// llama.cpp's KV cache blocks (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl; q6_0 from ik_llama.cpp): the
+// reference quantizers of ggml (quantize_row_*_ref; q6_0: the cache write of ik_llama.cpp's CUDA
+// copy kernel) reproduced operation for operation, so the bytes are identical; build
 // with -ffp-contract=off to keep it that way. Layouts: formats/kv_blocks.h.
 #pragma once
 
@@ -126,6 +127,36 @@ KVPLAN_HD inline void dequantize_block_q5_1(const uint8_t* in, float* y) {
     const uint32_t h1 = (qh >> (j + 12)) & 0x10u;
     y[j] = static_cast<float>((in[8 + j] & 0x0fu) | h0) * d + m;
     y[j + 16] = static_cast<float>((in[8 + j] >> 4) | h1) * d + m;
+  }
+}
+
+// ---- ik_llama.cpp q6_0: d = max/-32, q = min(63, trunc(x/d + 32.5)), top two bits in qh --------
+// As its CUDA cache write (cpy, quantize_f32_q6_0_block) packs a block; whether its CPU write
+// refines the scale as some ggml weight quantizers do is not verified.
+KVPLAN_HD inline void quantize_block_q6_0(const float* x, uint8_t* out) {
+  const float max = signed_absmax(x, kGgmlBlock);
+  const float d = max / -32.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_u16_le(out, f32_to_f16(d));
+  uint8_t* qh = out + 2;
+  for (int k = 0; k < kGgmlBlock / 4; ++k) qh[k] = 0;
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    const int q0 = static_cast<int>(static_cast<int8_t>(x[j] * id + 32.5f));
+    const int q1 = static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 32.5f));
+    const uint32_t c0 = static_cast<uint32_t>(q0 < 63 ? q0 : 63);
+    const uint32_t c1 = static_cast<uint32_t>(q1 < 63 ? q1 : 63);
+    out[10 + j] = static_cast<uint8_t>((c0 & 0x0f) | ((c1 & 0x0f) << 4));
+    const uint32_t h = (c0 >> 4) | ((c1 >> 4) << 2);
+    qh[j % 8] = static_cast<uint8_t>(qh[j % 8] | (h << (4 * (j / 8))));
+  }
+}
+KVPLAN_HD inline void dequantize_block_q6_0(const uint8_t* in, float* y) {
+  const float d = f16_to_f32(load_u16_le(in));
+  const uint8_t* qh = in + 2;
+  for (int j = 0; j < kGgmlBlock / 2; ++j) {
+    const int h = qh[j % 8] >> (4 * (j / 8));
+    y[j] = static_cast<float>(((in[10 + j] & 0x0f) | ((h & 0x3) << 4)) - 32) * d;
+    y[j + 16] = static_cast<float>(((in[10 + j] >> 4) | ((h & 0xc) << 2)) - 32) * d;
   }
 }
 
