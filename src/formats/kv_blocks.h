@@ -22,8 +22,8 @@
 
 namespace kvplan {
 
-inline constexpr int kGgmlBlock =
-    32;  // QK8_0 == QK4_0 == QK4_1 == QK5_0 == QK5_1 == QK4_NL == QK6_0
+// QK8_0 == QK4_0 == QK4_1 == QK5_0 == QK5_1 == QK4_NL == QK6_0
+inline constexpr int kGgmlBlock = 32;
 
 struct BlockQ8_0 {
   uint16_t d;  // f16 scale
