@@ -116,10 +116,6 @@ nlohmann::ordered_json workload_json(const serve::WorkloadOptions& w, const Benc
 nlohmann::ordered_json row_json(const Row& row) {
   const serve::ServeResult& r = row.result;
   const serve::ServeSummary& s = row.summary;
-  nlohmann::ordered_json ttft = nlohmann::ordered_json::array();
-  for (const serve::RequestRecord& rec : r.requests) {
-    if (rec.completed) ttft.push_back(rec.first_token_s - rec.arrival_s);
-  }
   return {{"kv", r.label},
           {"kv_memory_bytes", row.kv_memory},
           {"host_memory_bytes", row.host_memory},
@@ -127,6 +123,7 @@ nlohmann::ordered_json row_json(const Row& row) {
           {"requests", s.requests},
           {"completed", s.completed},
           {"rejected", s.rejected},
+          {"without_first_token", s.without_first_token},
           {"most_running", r.most_running},
           {"ttft_p50_s", s.ttft_p50_s},
           {"ttft_p95_s", s.ttft_p95_s},
@@ -149,7 +146,7 @@ nlohmann::ordered_json row_json(const Row& row) {
           {"served_top1", r.served_top1},
           {"quality_positions", r.quality_positions},
           {"end_s", r.end_s},
-          {"ttft_s", ttft}};
+          {"ttft_s", serve::ttft_samples(r)}};
 }
 
 std::string workload_line(const serve::Workload& workload, const BenchServeOptions& o) {
@@ -190,10 +187,8 @@ void write_html(const std::string& path, const std::string& model, const std::st
                            .restored_tokens = s.restored_tokens,
                            .served_mean_kl = row.result.served_mean_kl,
                            .served_top1 = row.result.served_top1,
-                           .ttft_s = {}};
-    for (const serve::RequestRecord& rec : row.result.requests) {
-      if (rec.completed) run.ttft_s.push_back(rec.first_token_s - rec.arrival_s);
-    }
+                           .without_first_token = s.without_first_token,
+                           .ttft_s = serve::ttft_samples(row.result)};
     r.runs.push_back(std::move(run));
   }
   write_file_atomic(path, report::serving_html(r));
@@ -204,10 +199,10 @@ void print_text(const std::string& model, const std::string& workload, const Ben
   std::printf("model %s; %s\n\n", model.c_str(), workload.c_str());
   // The host tier's size gets a column when the sweep changes it.
   const bool host_column = o.host_memory.size() > 1;
-  std::printf("%-22s %10s%s %9s %6s %9s %9s %9s %8s %9s %10s %10s %6s %6s %9s %7s\n", "kv",
+  std::printf("%-22s %10s%s %9s %7s %4s %9s %9s %9s %8s %9s %10s %10s %6s %6s %9s %7s\n", "kv",
               "kv memory", host_column ? fmt::format(" {:>10}", "host tier").c_str() : "",
-              "B/token", "done", "TTFT p50", "TTFT p95", "TTFT p99", "ITL ms", "tok/s", "computed",
-              "restored", "host", "disk", "served KL", "top-1");
+              "B/token", "done", "wait", "TTFT p50", "TTFT p95", "TTFT p99", "ITL ms", "tok/s",
+              "computed", "restored", "host", "disk", "served KL", "top-1");
   for (const Row& row : rows) {
     const serve::ServeSummary& s = row.summary;
     const serve::ServeResult& r = row.result;
@@ -219,17 +214,19 @@ void print_text(const std::string& model, const std::string& workload, const Ben
         host_column ? fmt::format(" {:>10}", format_bytes(static_cast<double>(row.host_memory), 2))
                     : "";
     std::printf(
-        "%-22s %10s%s %9.0f %3d/%-2d %8.2fs %8.2fs %8.2fs %8.1f %9.2f %10lld %10lld %6llu %6llu "
-        "%9s %7s\n",
+        "%-22s %10s%s %9.0f %3d/%-3d %4d %8.2fs %8.2fs %8.2fs %8.1f %9.2f %10lld %10lld %6llu "
+        "%6llu %9s %7s\n",
         r.label.c_str(), format_bytes(static_cast<double>(row.kv_memory), 2).c_str(), host.c_str(),
-        r.bytes_per_token, s.completed, s.requests, s.ttft_p50_s, s.ttft_p95_s, s.ttft_p99_s,
-        1000 * s.itl_mean_s, s.decode_tokens_per_s, static_cast<long long>(s.computed_tokens),
-        static_cast<long long>(s.restored_tokens),
+        r.bytes_per_token, s.completed, s.requests, s.without_first_token, s.ttft_p50_s,
+        s.ttft_p95_s, s.ttft_p99_s, 1000 * s.itl_mean_s, s.decode_tokens_per_s,
+        static_cast<long long>(s.computed_tokens), static_cast<long long>(s.restored_tokens),
         static_cast<unsigned long long>(r.runtime.hits_host + r.runtime.hits_device),
         static_cast<unsigned long long>(r.runtime.hits_disk), kl.c_str(), top1.c_str());
   }
   std::printf(
-      "\ndone: completed / requests issued; TTFT from arrival to the first token; computed / "
+      "\ndone: completed / requests issued; wait: requests issued and not refused with no token "
+      "yet at the end; TTFT from arrival to the first token over every request issued and not "
+      "refused, a waiting one counting its wait so far (a lower bound); computed / "
       "restored: prompt tokens prefilled / restored from stored prefixes; host, disk: chunks "
       "restored from each tier; served KL: KL(exact || served) of the answers' next-token "
       "distributions on the first %d requests (in process only).\n",

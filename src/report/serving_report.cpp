@@ -46,7 +46,8 @@ std::string chart(const std::string& id, const std::string& title, const std::st
                      inline_svg(svg, id, title, kChartSize), html_escape(title));
 }
 
-// Fraction of completed requests whose TTFT is at most x, per configuration, at one KV memory.
+// Fraction of the requests issued (not refused) whose TTFT is at most x (a request still waiting
+// at the end counts its wait so far), per configuration, at one KV memory.
 std::string ttft_cdf(const std::vector<ServingRun>& runs, uint64_t memory, size_t index,
                      const std::vector<std::string>& labels) {
   double most = 0;
@@ -69,7 +70,7 @@ std::string ttft_cdf(const std::vector<ServingRun>& runs, uint64_t memory, size_
     plwind(0, most * 1.05, 0, 1.02);
     plcol0(kForegroundColor);
     plbox("bcnstg", 0, 0, "bcnstvg", 0, 0);
-    pllab("time to first token (s)", "fraction of completed requests", "");
+    pllab("time to first token (s)", "fraction of requests issued", "");
     for (const ServingRun& r : runs) {
       if (r.kv_memory_bytes != memory || r.ttft_s.empty()) continue;
       std::vector<double> t = r.ttft_s;
@@ -142,21 +143,21 @@ std::string sweep(const std::vector<ServingRun>& runs, const std::vector<std::st
 std::string table(const std::vector<ServingRun>& runs) {
   std::string h =
       "<table><thead><tr><th>KV</th><th>KV memory</th><th>host tier</th><th>B/token</th>"
-      "<th>completed</th>"
+      "<th>completed</th><th>waiting at the end</th>"
       "<th>TTFT p50</th><th>TTFT p95</th><th>TTFT p99</th><th>ITL</th><th>tokens/s</th>"
       "<th>computed</th><th>restored</th><th>served KL</th><th>top-1</th></tr></thead><tbody>\n";
   for (const ServingRun& r : runs) {
     h += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0f}</td><td>{} / {}</td><td>{:.2f} "
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0f}</td><td>{} / {}</td><td>{}</td><td>{:.2f} "
         "s</td><td>{:.2f} "
         "s</td><td>{:.2f} s</td><td>{:.1f} ms</td><td>{:.2f}</td><td>{}</td><td>{}</td><td>{:.5f}"
         "</td><td>{:.1f} %</td></tr>\n",
         html_escape(r.kv), format_bytes(static_cast<double>(r.kv_memory_bytes), 2, 3),
         r.host_memory_bytes > 0 ? format_bytes(static_cast<double>(r.host_memory_bytes), 2, 3)
                                 : std::string("-"),
-        r.bytes_per_token, r.completed, r.requests, r.ttft_p50_s, r.ttft_p95_s, r.ttft_p99_s,
-        1000 * r.itl_mean_s, r.decode_tokens_per_s, r.computed_tokens, r.restored_tokens,
-        r.served_mean_kl, 100 * r.served_top1);
+        r.bytes_per_token, r.completed, r.requests, r.without_first_token, r.ttft_p50_s,
+        r.ttft_p95_s, r.ttft_p99_s, 1000 * r.itl_mean_s, r.decode_tokens_per_s, r.computed_tokens,
+        r.restored_tokens, r.served_mean_kl, 100 * r.served_top1);
   }
   return h + "</tbody></table>\n";
 }

@@ -24,7 +24,8 @@ struct ServingRun {
   double decode_tokens_per_s = 0;
   int64_t computed_tokens = 0, restored_tokens = 0;
   double served_mean_kl = 0, served_top1 = 0;
-  std::vector<double> ttft_s;  // every completed request's
+  int without_first_token = 0;  // requests still waiting at the end
+  std::vector<double> ttft_s;   // serve::ttft_samples(): every request issued and not refused
 };
 
 struct ServingReport {

@@ -187,23 +187,32 @@ ServeResult run_serving(const Transformer& model, const Plan& plan, const std::s
   return r;
 }
 
+std::vector<double> ttft_samples(const ServeResult& r) {
+  std::vector<double> ttft;
+  for (const RequestRecord& rec : r.requests) {
+    if (rec.rejected) continue;
+    ttft.push_back((rec.first_token_s >= 0 ? rec.first_token_s : r.end_s) - rec.arrival_s);
+  }
+  return ttft;
+}
+
 ServeSummary summarize(const ServeResult& r) {
   ServeSummary s;
-  std::vector<double> ttft, itl;
+  std::vector<double> itl;
   int64_t generated = 0;
   for (const RequestRecord& rec : r.requests) {
     ++s.requests;
     s.rejected += rec.rejected;
+    s.completed += rec.completed;
+    s.without_first_token += !rec.rejected && rec.first_token_s < 0;
     s.computed_tokens += rec.computed_tokens;
     s.restored_tokens += rec.restored_tokens;
     generated += static_cast<int64_t>(rec.token_s.size());
     for (size_t i = 1; i < rec.token_s.size(); ++i) {
       itl.push_back(rec.token_s[i] - rec.token_s[i - 1]);
     }
-    if (!rec.completed) continue;
-    ++s.completed;
-    ttft.push_back(rec.first_token_s - rec.arrival_s);
   }
+  const std::vector<double> ttft = ttft_samples(r);
   s.ttft_p50_s = percentile(ttft, 50);
   s.ttft_p95_s = percentile(ttft, 95);
   s.ttft_p99_s = percentile(ttft, 99);

@@ -73,9 +73,16 @@ struct ServeResult {
 ServeResult run_serving(const Transformer& model, const Plan& plan, const std::string& label,
                         const Workload& workload, const ServeOptions& options);
 
+// Time to first token of every request the run issued and did not refuse, in arrival order. One
+// still waiting for its first token when the run ends counts the wait it has had (end_s minus its
+// arrival): a lower bound, never left out, so a configuration that leaves its slowest requests
+// queued cannot look faster than one that serves them.
+std::vector<double> ttft_samples(const ServeResult& result);
+
 struct ServeSummary {
   int requests = 0, completed = 0, rejected = 0;
-  double ttft_p50_s = 0, ttft_p95_s = 0, ttft_p99_s = 0;  // completed requests
+  int without_first_token = 0;  // issued, not refused, still waiting for a token at the end
+  double ttft_p50_s = 0, ttft_p95_s = 0, ttft_p99_s = 0;  // over ttft_samples()
   double itl_mean_s = 0, itl_p95_s = 0;                   // between consecutive tokens
   double decode_tokens_per_s = 0;                         // generated tokens / the run's time
   int64_t computed_tokens = 0, restored_tokens = 0;

@@ -42,6 +42,9 @@ TEST_F(BenchServe, EveryConfigurationServesTheSameRequests) {
   EXPECT_EQ(j["workload"]["users"], 2);
   for (const auto& run : j["runs"]) {
     EXPECT_EQ(run["requests"].get<int>() >= 2, true);
+    // A TTFT for every request issued and not refused.
+    EXPECT_EQ(run["ttft_s"].size(), run["requests"].get<size_t>() - run["rejected"].get<size_t>())
+        << run["kv"];
     // Host tiers paired with KV memories in order.
     EXPECT_EQ(run["host_memory_bytes"], run["kv_memory_bytes"] == 1 << 20 ? 4 << 20 : 2 << 20);
     if (run["kv_memory_bytes"] == 1 << 20) {

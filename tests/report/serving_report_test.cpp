@@ -38,6 +38,7 @@ size_t count(const std::string& text, const std::string& what) {
 TEST(ServingReport, TableChartsAndTheSameBytes) {
   const std::string html = serving_html(sample());
   EXPECT_EQ(count(html, "<tr><td>"), 4u);
+  EXPECT_NE(html.find("<th>waiting at the end</th>"), std::string::npos);
   EXPECT_EQ(count(html, "<svg"), 2u + 2u);  // a CDF per memory, two sweep charts
   EXPECT_NE(html.find("TTFT distribution at 1.00 MiB of KV memory"), std::string::npos);
   EXPECT_NE(html.find("tiny &lt;model&gt;"), std::string::npos);
@@ -62,6 +63,7 @@ TEST(ServingReport, AHostTierScaledWithTheKvMemoryIsShown) {
   ServingReport r = sample();
   EXPECT_EQ(serving_html(r).find(axis), std::string::npos);
   EXPECT_NE(serving_html(r).find(svg_text("KV memory (MiB)")), std::string::npos);
+  EXPECT_NE(serving_html(r).find(svg_text("fraction of requests issued")), std::string::npos);
   for (ServingRun& run : r.runs) run.host_memory_bytes = 8 * run.kv_memory_bytes;
   const std::string html = serving_html(r);
   EXPECT_NE(html.find("TTFT distribution at 1.00 MiB of KV memory, 8.00 MiB host tier"),

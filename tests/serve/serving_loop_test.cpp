@@ -131,5 +131,47 @@ TEST_F(ServingLoop, TightMemoryServesOneAtATimeAndRefusesWhatCannotFit) {
   EXPECT_EQ(summarize(none).rejected, 3);  // each user's first request; the user then leaves
 }
 
+TEST_F(ServingLoop, ARunCutShortCountsTheRequestsStillWaitingInItsTtft) {
+  ServeOptions o = options(100 * largest_reservation());
+  o.duration_s = 1e-9;  // over as soon as the first request's prefill has run
+  const ServeResult r = run_serving(*model_, plan_, "x", workload_, o);
+  const ServeSummary s = summarize(r);
+  EXPECT_EQ(s.requests, 3);  // every user arrives at 0
+  EXPECT_EQ(s.completed, 0);
+  EXPECT_EQ(s.without_first_token, 2);
+  ASSERT_EQ(ttft_samples(r).size(), 3u);
+  EXPECT_GT(s.ttft_p99_s, 0.0);  // the admitted one's prefill
+}
+
+// Summaries over a hand-made run: every request issued and not refused has a TTFT; one without a
+// first token counts until the end; ITL and throughput come from the token times.
+TEST(ServeSummary, PercentilesOverEveryRequestNotRefusedWithWaitingOnesCensoredAtTheEnd) {
+  ServeResult r;
+  r.end_s = 10;
+  const auto request = [](double arrival, double first_token, bool completed, bool rejected) {
+    RequestRecord rec;
+    rec.arrival_s = arrival;
+    rec.first_token_s = first_token;
+    if (first_token >= 0) rec.token_s = {first_token, first_token + 0.5};
+    rec.completed = completed;
+    rec.rejected = rejected;
+    return rec;
+  };
+  r.requests = {request(0, 1, true, false),    // TTFT 1, done
+                request(1, 3, false, false),   // TTFT 2, still decoding at the end
+                request(4, -1, false, false),  // waited 6 s and counting
+                request(5, -1, false, true)};  // refused: never counted
+  const ServeSummary s = summarize(r);
+  EXPECT_EQ(s.requests, 4);
+  EXPECT_EQ(s.completed, 1);
+  EXPECT_EQ(s.rejected, 1);
+  EXPECT_EQ(s.without_first_token, 1);
+  EXPECT_EQ(ttft_samples(r), (std::vector<double>{1, 2, 6}));
+  EXPECT_DOUBLE_EQ(s.ttft_p50_s, 2);
+  EXPECT_DOUBLE_EQ(s.ttft_p95_s, 6);
+  EXPECT_DOUBLE_EQ(s.itl_mean_s, 0.5);
+  EXPECT_DOUBLE_EQ(s.decode_tokens_per_s, 0.4);
+}
+
 }  // namespace
 }  // namespace kvplan::serve
