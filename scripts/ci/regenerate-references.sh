@@ -16,6 +16,10 @@
 #                                                           # one budget's plan: the profile by
 #                                                           # `kvplan profile` (or `tune` at the
 #                                                           # first budget), then that search
+#   scripts/ci/regenerate-references.sh --only gemma3-270m --measurements runs/cells.jsonl
+#                                                           # keep every measurement in a file: run
+#                                                           # again after a stop, it measures only
+#                                                           # what is missing (the same bits)
 #
 # --check fails (exit 1) when a regenerated plan differs from the committed one beyond the
 # tolerance of scripts/ci/compare-plans.py: every layer's key and value formats identical, and every
@@ -35,7 +39,11 @@
 # as the tune's: its hash leaves out the timings) and searches its budget only. Without --check it
 # rewrites that plan and its reports, and refuses when the profile it made is not the one the
 # other committed plans record (then every budget must be regenerated).
+#
+# The searches of one run share one `--measurements` file (a temporary one unless named), so a
+# uniform pair measured at one budget is read back at the next; a named file outlives the run.
 set -euo pipefail
+invoked_from="${PWD}"
 cd "$(dirname "$0")/../.."
 
 kvplan="${KVPLAN_BUILD_DIR:-build}/kvplan"
@@ -45,7 +53,7 @@ readonly kl_tolerance=0.001
 # Memory table of every reference report (also the command's defaults).
 readonly report_flags=(--gpu-memory 80GiB --context 4096,32768,131072)
 
-only="" check=0 reports_only=0 keep="" budget_only=""
+only="" check=0 reports_only=0 keep="" budget_only="" measurements=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --only) only="${2:?--only needs a model: stories260k, smollm2-135m or gemma3-270m}"; shift 2 ;;
@@ -53,7 +61,11 @@ while [[ $# -gt 0 ]]; do
     --reports-only) reports_only=1; shift ;;
     --keep) keep="${2:?--keep needs a folder}"; shift 2 ;;
     --budget) budget_only="${2:?--budget needs bytes per token}"; shift 2 ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    --measurements)
+      measurements="${2:?--measurements needs a file}"
+      [[ "${measurements}" == /* ]] || measurements="${invoked_from}/${measurements}"
+      shift 2 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "regenerate-references: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -126,6 +138,7 @@ search_flags() {  # MODEL
 # budget's plan (the profile by `kvplan profile` when the budget is not the first).
 make_plans() {  # MODEL OUT_DIR
   local name="$1" out="$2" model first="" budget
+  local cells="${measurements:-${out}/measurements.jsonl}"
   model="$(model_file "${name}")"
   [[ -f "${model}" ]] || { echo "regenerate-references: ${model} is missing" >&2; exit 2; }
   for budget in $(budgets "${name}"); do
@@ -135,14 +148,16 @@ make_plans() {  # MODEL OUT_DIR
       first="${budget}"
       if [[ ${wanted} -eq 1 ]]; then
         "${kvplan}" tune --model "${model}" --max-bytes-per-token "${budget}" \
-          -o "${out}/plan-${budget}.json" --profile-out "${out}/profile.json"
+          -o "${out}/plan-${budget}.json" --profile-out "${out}/profile.json" \
+          --measurements "${cells}"
       else
         "${kvplan}" profile --model "${model}" -o "${out}/profile.json"
       fi
     elif [[ ${wanted} -eq 1 ]]; then
       # shellcheck disable=SC2046  # the flags are words
       "${kvplan}" search --profile "${out}/profile.json" --model "${model}" \
-        --max-bytes-per-token "${budget}" $(search_flags "${name}") -o "${out}/plan-${budget}.json"
+        --max-bytes-per-token "${budget}" $(search_flags "${name}") -o "${out}/plan-${budget}.json" \
+        --measurements "${cells}"
     fi
   done
 }

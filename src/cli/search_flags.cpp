@@ -72,6 +72,11 @@ void add_search_flags(CLI::App* cmd, SearchFlags& f) {
                   "A plan.json of the same model and settings measured on the report text beside "
                   "the chosen plan, with a paired interval (repeatable; e.g. the per-layer plan "
                   "of the same budget)");
+  cmd->add_option("--measurements", f.measurements,
+                  "A file that keeps every configuration measured on a prompt (JSON lines, "
+                  "created if missing): a search stopped and run again, or one at another "
+                  "budget of the same model, texts and settings, reads those back instead of "
+                  "measuring them again (the same bits)");
   cmd->add_flag("--allow-overlap", f.allow_overlap,
                 "Accept calibration, selection and report texts that share samples or runs of "
                 "64 bytes");
@@ -179,6 +184,7 @@ pipeline::SearchRequest search_request_from_flags(const SearchFlags& f) {
              .allow_overlap = f.allow_overlap};
   r.long_context = {.contexts = f.long_contexts, .tokens_per_context = f.long_context_tokens};
   for (const std::string& p : f.compare_plans) r.compare_plans.emplace_back(p);
+  r.measurements = f.measurements;
   r.stamp = {.tool_version = KVPLAN_VERSION, .created = utc_timestamp()};
   return r;
 }

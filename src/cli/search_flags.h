@@ -38,6 +38,7 @@ struct SearchFlags {
   bool allow_overlap = false;
   bool per_head = false;                   // each KV head of a layer takes its own pair
   std::vector<std::string> compare_plans;  // measured on the report text beside the plan
+  std::string measurements;                // search/measurement_store.h; empty: none
 };
 
 void add_search_flags(CLI::App* cmd, SearchFlags& flags);

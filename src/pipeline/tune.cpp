@@ -1,7 +1,10 @@
 #include "pipeline/tune.h"
 
+#include <memory>
+
 #include <spdlog/spdlog.h>
 
+#include "core/build_record.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "engines/engine.h"
@@ -46,10 +49,22 @@ void refuse_budget_below_smallest_plan(const Budget& budget, const ModelConfig& 
       boundary.empty() ? "" : boundary_layers_note(engine, config.n_layers));
 }
 
+// The --measurements file, opened (and checked) before anything long runs.
+std::unique_ptr<search::MeasurementStore> open_measurements(const SearchRequest& request) {
+  if (request.measurements.empty()) return nullptr;
+  const BuildRecord build = this_build();
+  auto store = std::make_unique<search::MeasurementStore>(
+      request.measurements,
+      fmt::format("kvplan {}; {}; {}; {}; Eigen {}", request.stamp.tool_version, build.isa,
+                  build.vector_extensions, build.compiler, build.eigen));
+  spdlog::info("measurements {}: {} cells", request.measurements.string(), store->size());
+  return store;
+}
+
 // The search half on a loaded model and texts.
 TunedPlan search_loaded(Profile profile, const Transformer& model,
                         const search::HeldOutTexts& texts, const Budget& budget,
-                        const SearchRequest& request) {
+                        const SearchRequest& request, search::MeasurementStore* store) {
   const CalibrationSet& selection_set = texts.selection;
   const CalibrationSet& report_set = texts.report;
   spdlog::info("selection {}: {} windows, {} tokens; report {}: {} windows, {} tokens",
@@ -57,8 +72,8 @@ TunedPlan search_loaded(Profile profile, const Transformer& model,
                report_set.source, report_set.prompts.size(), report_set.n_tokens);
   const search::HeldOutKl::CacheRules rules{profile.quantization, profile.chunk_attends_quantized,
                                             profile.kv_absmax};
-  const search::HeldOutKl selection(model, selection_set.prompts, rules);
-  const search::HeldOutKl report(model, report_set.prompts, rules);
+  const search::HeldOutKl selection(model, selection_set.prompts, rules, std::nullopt, store);
+  const search::HeldOutKl report(model, report_set.prompts, rules, std::nullopt, store);
   std::optional<search::LongContextKl> long_context;
   if (request.long_context.tokens_per_context > 0 && !request.long_context.contexts.empty()) {
     if (texts.bos_id) {
@@ -133,10 +148,11 @@ TunedPlan tune(const TuneRequest& request) {
   refuse_budget_below_smallest_plan(budget, config, options, engine);
   const search::HeldOutTexts texts = search::load_held_out_texts(
       request.search.texts, *in.tokenizer, config, &request.profile.calibration.file);
+  const std::unique_ptr<search::MeasurementStore> store = open_measurements(request.search);
   const Transformer model(in.weights);
   Profile profile = profile_loaded(in, model, options);
   if (request.profile.on_profile) request.profile.on_profile(profile);
-  return search_loaded(std::move(profile), model, texts, budget, request.search);
+  return search_loaded(std::move(profile), model, texts, budget, request.search, store.get());
 }
 
 TunedPlan search_profile(Profile profile, const std::filesystem::path& model_path,
@@ -169,8 +185,9 @@ TunedPlan search_profile(Profile profile, const std::filesystem::path& model_pat
   const Budget budget = resolve_budget(request.budget, kv_geometry(weights.config));
   const search::HeldOutTexts texts = search::load_held_out_texts(
       request.texts, *tokenizer, weights.config, checked ? &*checked : nullptr);
+  const std::unique_ptr<search::MeasurementStore> store = open_measurements(request);
   const Transformer model(weights);
-  return search_loaded(std::move(profile), model, texts, budget, request);
+  return search_loaded(std::move(profile), model, texts, budget, request, store.get());
 }
 
 }  // namespace kvplan::pipeline

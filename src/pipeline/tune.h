@@ -36,6 +36,9 @@ struct SearchRequest {
   search::RecordStamp stamp;
   // Plans of the same model and quantization measured on the report text beside the chosen one.
   std::vector<std::filesystem::path> compare_plans{};
+  // Held-out measurements read from and added to this file (search/measurement_store.h); empty:
+  // every configuration is measured.
+  std::filesystem::path measurements{};
 };
 
 struct ProfileRequest {

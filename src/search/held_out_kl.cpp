@@ -9,16 +9,14 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/system_memory.h"
 #include "model/next_token_kl.h"
 
 namespace kvplan::search {
 namespace {
 
-struct PromptScore {
-  double kl = 0, nll = 0;
-  int64_t agree = 0;
-};
+using PromptScore = MeasurementStore::Cell;
 
 // Logits of rows [0, T-1): row t predicts token t+1.
 RowMatrix next_token_logits(const Transformer& model, const std::vector<int32_t>& prompt,
@@ -64,6 +62,35 @@ size_t exact_logits_budget() {
   return physical ? static_cast<size_t>(*physical / 8) : size_t{2} << 30;
 }
 
+// What a prompt's cells depend on besides their configuration: the store's context, the cache
+// rules, the tokens and the exact model's reference on them (which stands for the weights and
+// numerics).
+uint64_t prompt_key(const MeasurementStore& store, const HeldOutKl::CacheRules& rules,
+                    const std::vector<int32_t>& prompt, const ReferenceDistribution& exact) {
+  Hasher h;
+  h.update("kvplan.held_out_kl.cell/v1").update(store.context());
+  const QuantSettings& q = rules.settings;
+  h.update(quant_mode_name(q.mode)).update_u64(q.group_size).update_u64(q.residual_length);
+  h.update_u64(q.block_size).update_u64(rules.chunk_attends_quantized ? 1 : 0);
+  h.update_u64(rules.kv_absmax.size());
+  for (const KvHeadAbsmax& a : rules.kv_absmax) {
+    h.update_bytes(std::as_bytes(std::span(a.key))).update_bytes(std::as_bytes(std::span(a.value)));
+  }
+  h.update_bytes(std::as_bytes(std::span(prompt)));
+  for (const LogitSummary& row : exact.rows) {
+    h.update_raw(std::as_bytes(std::span(&row.log_sum_exp, 1)));
+    h.update_raw(std::as_bytes(std::span(&row.argmax, 1)));
+  }
+  return h.digest();
+}
+
+uint64_t cell_key(uint64_t prompt, const std::vector<KvPair>& pairs) {
+  Hasher h;
+  h.update_u64(prompt).update_u64(pairs.size());
+  for (const KvPair& p : pairs) h.update(p.name());
+  return h.digest();
+}
+
 }  // namespace
 
 KvCacheOptions HeldOutKl::CacheRules::cache_for(const std::vector<KvPair>& pairs,
@@ -82,8 +109,9 @@ KvCacheOptions HeldOutKl::CacheRules::cache_for(const std::vector<KvPair>& pairs
 }
 
 HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
-                     const CacheRules& rules, std::optional<size_t> exact_logits_bytes)
-    : model_(model), prompts_(std::move(prompts)), rules_(rules) {
+                     const CacheRules& rules, std::optional<size_t> exact_logits_bytes,
+                     MeasurementStore* store)
+    : model_(model), prompts_(std::move(prompts)), rules_(rules), store_(store) {
   std::erase_if(prompts_, [](const std::vector<int32_t>& p) { return p.size() < 2; });
   if (prompts_.empty()) {
     fail(ErrorCode::kInvalidArgument, "held-out validation needs prompts of at least 2 tokens");
@@ -122,6 +150,8 @@ HeldOutKl::HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>>
   for (size_t i = 0; i < prompts_.size(); ++i) {
     exact_nll_ += nll[i];
     scored_ += static_cast<int64_t>(prompts_[i].size() - 1);
+    if (store_ != nullptr)
+      prompt_keys_.push_back(prompt_key(*store_, rules_, prompts_[i], exact_[i]));
   }
 }
 
@@ -150,13 +180,36 @@ std::vector<HeldOutKl::Result> HeldOutKl::measure_all(
   // [config][prompt]
   std::vector<std::vector<PromptScore>> scores(configs.size(),
                                                std::vector<PromptScore>(prompts_.size()));
+  // [config][prompt] keys of the store's cells, and whether each is there.
+  std::vector<std::vector<uint64_t>> keys(configs.size());
+  std::vector<std::vector<bool>> stored(configs.size(), std::vector<bool>(prompts_.size(), false));
+  if (store_ != nullptr) {
+    size_t found = 0;
+    for (size_t c = 0; c < configs.size(); ++c) {
+      for (size_t i = 0; i < prompts_.size(); ++i) {
+        keys[c].push_back(cell_key(prompt_keys_[i], configs[c]));
+        if (const std::optional<PromptScore> cell = store_->find(keys[c].back())) {
+          scores[c][i] = *cell;
+          stored[c][i] = true;
+          ++found;
+        }
+      }
+    }
+    spdlog::info("measurements {}: {} of {} cells ({} configurations x {} prompts) already there",
+                 store_->path().string(), found, configs.size() * prompts_.size(), configs.size(),
+                 prompts_.size());
+  }
   for_each_prompt(prompts_.size(), [&](size_t i) {
+    size_t to_measure = 0;
+    for (size_t c = 0; c < configs.size(); ++c) to_measure += !stored[c][i];
+    if (to_measure == 0) return;
     // A prompt whose exact logits were not kept (rows only) re-runs the exact forward, once.
     const bool kept = exact_[i].logits.rows() > 0;
     ReferenceDistribution recomputed;
-    if (!kept && !configs.empty()) recomputed = exact_distribution(i);
+    if (!kept) recomputed = exact_distribution(i);
     const ReferenceDistribution& exact = kept ? exact_[i] : recomputed;
     for (size_t c = 0; c < configs.size(); ++c) {
+      if (stored[c][i]) continue;
       const RowMatrix quantized = next_token_logits(model_, prompts_[i], caches[c]);
       PromptScore& s = scores[c][i];
       for (Eigen::Index t = 0; t < quantized.rows(); ++t) {
@@ -166,6 +219,7 @@ std::vector<HeldOutKl::Result> HeldOutKl::measure_all(
         s.agree += p.argmax == q.argmax;
         s.nll -= log_prob(quantized.row(t), q, prompts_[i][static_cast<size_t>(t) + 1]);
       }
+      if (store_ != nullptr) store_->add(keys[c][i], s);
     }
   });
   std::vector<Result> results;

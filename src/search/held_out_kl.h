@@ -5,6 +5,9 @@
 // measure_all measures many configurations prompt by prompt, so that such a prompt's exact forward
 // runs once for all of them. Prompts run in parallel, each with serial GEMMs, and sums are reduced
 // in prompt order, so results do not depend on the thread count, the memory kept or the batching.
+// With a MeasurementStore, a (configuration, prompt) cell already in it is read back instead of
+// measured, and each cell measured is added as soon as it is done, so a run stopped halfway keeps
+// what it measured; a prompt whose cells are all there does not run at all.
 //
 //   HeldOutKl kl(model, prompts, {settings, profile.chunk_attends_quantized, profile.kv_absmax});
 //   HeldOutKl::Result r = kl.measure(pairs);  // r.mean_kl, r.top1_agreement, r.ppl
@@ -22,6 +25,7 @@
 #include "formats/quant_settings.h"
 #include "model/next_token_kl.h"
 #include "model/transformer.h"
+#include "search/measurement_store.h"
 
 namespace kvplan::search {
 
@@ -55,9 +59,11 @@ class HeldOutKl {
 
   // Throws Error(kInvalidArgument) if there are no prompts with at least two tokens.
   // `exact_logits_bytes`: the most exact logits kept (default: an eighth of physical memory); the
-  // results do not depend on it.
+  // results do not depend on it. `store` (may be null; must outlive this): cells found there are
+  // not measured again, cells measured are added to it (search/measurement_store.h).
   HeldOutKl(const Transformer& model, std::vector<std::vector<int32_t>> prompts,
-            const CacheRules& rules, std::optional<size_t> exact_logits_bytes = std::nullopt);
+            const CacheRules& rules, std::optional<size_t> exact_logits_bytes = std::nullopt,
+            MeasurementStore* store = nullptr);
 
   // `pairs` has one entry per model layer, or one per KV head (CacheRules::cache_for).
   [[nodiscard]] Result measure(const std::vector<KvPair>& pairs) const;
@@ -73,6 +79,8 @@ class HeldOutKl {
   const Transformer& model_;
   std::vector<std::vector<int32_t>> prompts_;
   CacheRules rules_;
+  MeasurementStore* store_;
+  std::vector<uint64_t> prompt_keys_;  // per prompt, with a store: what its cells' keys start from
   [[nodiscard]] ReferenceDistribution exact_distribution(size_t prompt) const;
 
   // Per prompt: exact-KV logits [T - 1, vocab] and their summaries, or the summaries only (logits

@@ -117,6 +117,23 @@ TEST_F(TuneCommand, PlanBeatsUniformWithinBudgetAndIsReproducible) {
   auto c = read_json(dir_ / "c.json");
   c.erase("created");
   EXPECT_EQ(a, c);
+  // --measurements: the same plan; run again, every measurement is read back (none is added).
+  const fs::path cells = dir_ / "measurements.jsonl";
+  const auto search_with_cells = [&](const std::string& out) {
+    const RunResult m = run_kvplan("-q search --profile " + (dir_ / "profile.json").string() +
+                                   " --model " + model_.string() +
+                                   " --population 16 --generations 40 --ctx 128 --max-bits 8 -o " +
+                                   (dir_ / out).string() + " --measurements " + cells.string());
+    EXPECT_EQ(m.exit_code, 0) << m.err;
+    auto j = read_json(dir_ / out);
+    j.erase("created");
+    return j;
+  };
+  EXPECT_EQ(a, search_with_cells("d.json"));
+  const std::string measured = slurp(cells);
+  EXPECT_GT(count_occurrences(measured, "\"key\""), 10) << measured;
+  EXPECT_EQ(a, search_with_cells("e.json"));
+  EXPECT_EQ(slurp(cells), measured);
   // Exports. KVTuner's YAML holds int bits: a plan with none of int8/int4/int2 is refused in one
   // line; otherwise its other formats take the nearest int bits.
   const RunResult yaml =
@@ -266,6 +283,16 @@ TEST_F(TuneCommand, BadBudgetsAndMismatchedProfilesAreRefused) {
   EXPECT_NE(r.err.find("smallest possible plan"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("160 bytes per token"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "small.json"));
+  // A --measurements file that is not one is refused, naming its line, before the profile.
+  { std::ofstream(dir_ / "cells.jsonl") << "{\"kvplan_measurements\": 1}\n{\"key\": 3}\n"; }
+  r = run_kvplan(tune("m.json", "--profile-out " + (dir_ / "m-profile.json").string() +
+                                    " --measurements " + (dir_ / "cells.jsonl").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count_occurrences(r.err, "kvplan: error:"), 1) << r.err;
+  EXPECT_NE(r.err.find("cells.jsonl:2: field 'key': expected a string"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "m-profile.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "m.json"));
   // Overlapping text sets are refused naming both files.
   {
     std::ofstream sel(dir_ / "sel.jsonl");

@@ -6,6 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/model_weights.h"
@@ -159,6 +165,99 @@ TEST(HeldOutKl, MeasuresConfigurationsPerKvHead) {
   EXPECT_EQ(options.head_pairs[0][1], coarse);
   EXPECT_NEAR(mixed, mean_kl_of(model, prompts, options), 1e-7 + 1e-5 * mixed);
   EXPECT_THROW((void)kl.measure(std::vector<KvPair>(n_layers + 1, fine)), Error);
+}
+
+// With a measurement store: the same bits as without; run again, every cell is read back (the file
+// does not grow, and a store whose KL sums were doubled gives doubled sums); other rules, prompts
+// or another context measure anew.
+TEST(HeldOutKl, AMeasurementStoreGivesBackTheBitsItWasGiven) {
+  const auto path = test::models_dir() / "stories260K.gguf";
+  KVPLAN_NEED_FILE(path, "stories260K test model: ../shared/models or $KVPLAN_TEST_MODELS");
+  const ModelWeights weights = load_model_weights(path);
+  const Transformer model(weights);
+  const std::vector<std::vector<int32_t>> prompts = {prompt(40, 1), prompt(33, 2), prompt(50, 3)};
+  const size_t n_layers = static_cast<size_t>(weights.config.n_layers);
+  std::vector<KvPair> mixed(n_layers, KvPair::parse("KV8"));
+  mixed[2] = KvPair::parse("K2V4");
+  const std::vector<std::vector<KvPair>> configs = {
+      std::vector<KvPair>(n_layers, KvPair::parse("K4V2")), mixed};
+  const HeldOutKl::CacheRules rules{QuantSettings{}, true};
+  const std::vector<HeldOutKl::Result> plain =
+      HeldOutKl(model, prompts, rules).measure_all(configs);
+
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("kvplan_held_out_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "cells.jsonl";
+  const auto lines = [&] {
+    std::ifstream in(file);
+    size_t n = 0;
+    for (std::string l; std::getline(in, l);) ++n;
+    return n;
+  };
+  const auto expect_bits = [&](const std::vector<HeldOutKl::Result>& got, double kl_factor) {
+    ASSERT_EQ(got.size(), plain.size());
+    for (size_t c = 0; c < got.size(); ++c) {
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(got[c].kl_sums[i], kl_factor * plain[c].kl_sums[i]) << c << " " << i;
+      }
+      EXPECT_EQ(got[c].ppl, plain[c].ppl) << c;
+      EXPECT_EQ(got[c].top1_agreement, plain[c].top1_agreement) << c;
+    }
+  };
+  const size_t cells = configs.size() * prompts.size();
+  {
+    MeasurementStore store(file, "context A");
+    // No exact logits kept: the prompt's exact forward is re-run, as on a large vocabulary.
+    expect_bits(HeldOutKl(model, prompts, rules, 0, &store).measure_all(configs), 1);
+    EXPECT_EQ(store.size(), cells);
+  }
+  EXPECT_EQ(lines(), 1 + cells);
+  {
+    MeasurementStore store(file, "context A");
+    expect_bits(HeldOutKl(model, prompts, rules, std::nullopt, &store).measure_all(configs), 1);
+  }
+  EXPECT_EQ(lines(), 1 + cells);
+
+  // Read back, not re-measured: double every KL sum in the file.
+  {
+    std::ifstream in(file);
+    std::string header, text;
+    std::getline(in, header);
+    text = header + "\n";
+    for (std::string l; std::getline(in, l);) {
+      nlohmann::json j = nlohmann::json::parse(l);
+      j["kl"] = 2 * j["kl"].get<double>();
+      text += j.dump() + "\n";
+    }
+    in.close();
+    std::ofstream(file, std::ios::trunc) << text;
+  }
+  {
+    MeasurementStore store(file, "context A");
+    expect_bits(HeldOutKl(model, prompts, rules, std::nullopt, &store).measure_all(configs), 2);
+  }
+  // Another context, other rules, one prompt changed: their cells are not there.
+  {
+    MeasurementStore store(file, "context B");
+    expect_bits(HeldOutKl(model, prompts, rules, std::nullopt, &store).measure_all(configs), 1);
+  }
+  EXPECT_EQ(lines(), 1 + 2 * cells);
+  {
+    MeasurementStore store(file, "context A");
+    (void)HeldOutKl(model, prompts, {QuantSettings{}, false}, std::nullopt, &store)
+        .measure_all(configs);
+    std::vector<std::vector<int32_t>> changed = prompts;
+    changed[1][5] += 1;
+    const std::vector<HeldOutKl::Result> r =
+        HeldOutKl(model, changed, rules, std::nullopt, &store).measure_all(configs);
+    // Prompts 0 and 2 are unchanged: read back (doubled); prompt 1 measured anew.
+    EXPECT_EQ(r[0].kl_sums[0], 2 * plain[0].kl_sums[0]);
+    EXPECT_NE(r[0].kl_sums[1], 2 * plain[0].kl_sums[1]);
+  }
+  EXPECT_EQ(lines(), 1 + 3 * cells + configs.size());
+  fs::remove_all(dir);
 }
 
 }  // namespace
