@@ -81,6 +81,13 @@ void print_text(const pipeline::TunedPlan& tuned, const std::string& output) {
     std::printf("\nbest uniform within the budget: %s, mean KL %.6f; plan / best = %.3f\n",
                 q.best_uniform->kv.c_str(), q.best_uniform->mean_kl, q.best_uniform->ratio);
   }
+  if (q.headroom) {
+    std::printf(
+        "headroom: the best plan within the budget is predicted at %.3fx the best predicted "
+        "uniform pair (%s): what allocation among these candidates can gain by the profile's "
+        "additive surrogate\n",
+        q.headroom->ratio, q.headroom->best_uniform.c_str());
+  }
   for (const ComparedPlan& c : q.compared_plans) {
     std::printf("against %s (%s, %.0f B/token): mean KL %.6f; plan - it %+.6f [%+.6f, %+.6f] %s\n",
                 c.source.c_str(), c.granularity.c_str(), c.bytes_per_token, c.mean_kl,

@@ -65,6 +65,10 @@ PlanQuality read_quality(const JsonFields& q) {
                                  b->number("kl_difference_high"), ""},
                     b->number("ratio")};
   }
+  if (const auto h = q.optional_object("allocation_headroom")) {
+    r.headroom = AllocationHeadroom{h->number("best_plan_predicted"), h->string("best_uniform"),
+                                    h->number("best_uniform_predicted"), h->number("ratio")};
+  }
   if (const auto compared = q.optional_array("compared_plans")) {
     for (size_t i = 0; i < compared->size(); ++i) {
       const JsonFields c = compared->element(i);
@@ -119,6 +123,13 @@ json quality_json(const PlanQuality& q) {
                          {"kl_difference_low", b.difference.low},
                          {"kl_difference_high", b.difference.high},
                          {"ratio", b.ratio}};
+  }
+  if (q.headroom) {
+    const AllocationHeadroom& h = *q.headroom;
+    j["allocation_headroom"] = {{"best_plan_predicted", h.best_plan_predicted},
+                                {"best_uniform", h.best_uniform},
+                                {"best_uniform_predicted", h.best_uniform_predicted},
+                                {"ratio", h.ratio}};
   }
   if (q.long_context) {
     json rows = json::array();

@@ -64,6 +64,17 @@ struct ComparedPlan {
   KlDifference difference;  // this plan - the compared one, paired bootstrap
 };
 
+// How much allocation alone can gain, by the profile's additive surrogate: the least error any
+// plan of the searched space predicts within the budget (the exact front's end) against the best
+// predicted uniform pair there. A ratio near 1 says the candidates leave mixing little to win, so
+// what the plan gains on the report text is bounded by it (up to the surrogate's error).
+struct AllocationHeadroom {
+  double best_plan_predicted = 0;
+  std::string best_uniform;  // the uniform pair predicted best within the budget
+  double best_uniform_predicted = 0;
+  double ratio = 0;  // best_plan_predicted / best_uniform_predicted
+};
+
 struct PlanQuality {
   std::string metric;
   std::optional<double> mean_kl{}, top1_agreement{}, ppl{}, ppl_exact_kv{}, predicted_error{};
@@ -78,6 +89,7 @@ struct PlanQuality {
   // plan and every uniform baseline measured there (absent in plans written before it was).
   std::optional<double> rank_correlation_on_report{};
   std::optional<BestUniform> best_uniform{};
+  std::optional<AllocationHeadroom> headroom{};  // absent in plans written before it was
   std::optional<LongContextQuality> long_context{};
   std::vector<ComparedPlan> compared_plans{};
 };

@@ -330,6 +330,12 @@ ReportData build_report_data(const NamedProfile& named_profile, const NamedPlan&
                          format_significant(q.best_uniform->mean_kl),
                          format_significant(q.best_uniform->ratio, 3)));
   }
+  if (q.headroom) {
+    add_fact(vf, "headroom (additive surrogate): best plan / best uniform, predicted",
+             fmt::format("{} / {} ({}) = {}", format_significant(q.headroom->best_plan_predicted),
+                         format_significant(q.headroom->best_uniform_predicted),
+                         q.headroom->best_uniform, format_significant(q.headroom->ratio, 3)));
+  }
   for (const ComparedPlan& c : q.compared_plans) {
     add_fact(vf,
              fmt::format("against {} ({}, {} B/token)", c.source, c.granularity,

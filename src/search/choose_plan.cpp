@@ -97,11 +97,15 @@ SearchOutcome choose_plan(const SearchInputs& in) {
   budget.require_at_least(minimum_memory(space, SearchTable::build(space)),
                           boundary_layers_note(engine, static_cast<int>(all.size())));
 
+  // The least error the additive surrogate finds within the budget, before any layer grouping:
+  // what allocation can reach at all (the headroom below), and what clustering is priced against.
+  out.best_plan_predicted = best_error_within_budget(space);
+
   // Layer clustering, priced against the exact per-layer front at the budget.
   if (options.cluster != ClusterMode::kOff && engine_space.may_cluster) {
     SearchSpace grouped = space;
     grouped.groups = group_layers(space.layers, options.dbscan);
-    const double exact = best_error_within_budget(space);
+    const double exact = out.best_plan_predicted;
     const double clustered = best_error_within_budget(grouped);
     const double cost = exact > 0 ? clustered / exact - 1 : 0;
     const bool use = options.cluster == ClusterMode::kOn ||
@@ -141,6 +145,19 @@ SearchOutcome choose_plan(const SearchInputs& in) {
   const auto memory_of_uniform = [&](const UniformConfig& u) {
     return budget.measure == MemoryMeasure::kBytes ? u.bytes_per_token : u.equivalent_bits;
   };
+  for (const UniformConfig& u : uniforms) {
+    if (budget.fits(memory_of_uniform(u)) &&
+        engine_runs_uniform(engine, u.pair, static_cast<int>(all.size()), head_dim)) {
+      out.best_predicted_uniform = u;
+      spdlog::info(
+          "headroom: the best plan within the budget is predicted at {:.6g}, {:.3f}x the best "
+          "predicted uniform pair {} ({:.6g}): what allocation among these candidates can gain by "
+          "the profile's additive surrogate",
+          out.best_plan_predicted, out.best_plan_predicted / u.predicted_error, u.pair.name(),
+          u.predicted_error);
+      break;
+    }
+  }
   std::vector<ExtraPlan> extra;
   for (const UniformConfig& u : uniforms) {
     if (static_cast<int>(extra.size()) == options.uniform_validations) break;

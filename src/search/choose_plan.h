@@ -118,9 +118,14 @@ struct ComparedPlanResult {
 };
 
 struct SearchOutcome {
-  SearchSpace space;          // the space searched (its layers priced, its groups used)
-  std::string structure;      // the engine's structure taken (--engine); empty for kvplan's own
-  std::string cluster_note;   // what clustering costs against the exact front
+  SearchSpace space;         // the space searched (its layers priced, its groups used)
+  std::string structure;     // the engine's structure taken (--engine); empty for kvplan's own
+  std::string cluster_note;  // what clustering costs against the exact front
+  // The additive surrogate's least error within the budget (the exact per-layer front's end) and
+  // the uniform pair it predicts best there: allocation's headroom (plan.json's
+  // quality.allocation_headroom). No uniform pair fits: none.
+  double best_plan_predicted = 0;
+  std::optional<UniformConfig> best_predicted_uniform;
   ValidationLoopResult loop;  // rounds, every plan measured on SELECTION, the chosen one
   HeldOutKl::Result plan_report;
   std::vector<BaselineResult> baselines;  // every uniform configuration, by predicted error

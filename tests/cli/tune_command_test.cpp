@@ -70,6 +70,29 @@ TEST_F(TuneCommand, PlanBeatsUniformWithinBudgetAndIsReproducible) {
     EXPECT_NE(d["verdict"], "plan higher") << b["kv"];
   }
   EXPECT_EQ(plan["quality"]["best_uniform"]["mean_kl"].get<double>(), best_uniform);
+  // Headroom: the additive surrogate's best plan within the budget against the uniform pair it
+  // predicts best, which is the least predicted among every uniform pair the plan lists. A
+  // uniform pair is one plan of the space, so the ratio is at most 1; the plan's own prediction
+  // is no better than the exact front's end.
+  const auto& headroom = plan["quality"]["allocation_headroom"];
+  double least_predicted = 1e300;
+  std::string least_predicted_pair;
+  for (const auto* list :
+       {&plan["baselines"], &plan["provenance"]["uniform_not_measured_on_report"]}) {
+    for (const auto& b : *list) {
+      if (b["predicted_error"].get<double>() < least_predicted) {
+        least_predicted = b["predicted_error"].get<double>();
+        least_predicted_pair = b["kv"].get<std::string>();
+      }
+    }
+  }
+  EXPECT_EQ(headroom["best_uniform"], least_predicted_pair) << headroom.dump();
+  EXPECT_EQ(headroom["best_uniform_predicted"].get<double>(), least_predicted);
+  const double best_plan_predicted = headroom["best_plan_predicted"].get<double>();
+  EXPECT_GT(best_plan_predicted, 0.0);
+  EXPECT_LE(best_plan_predicted, least_predicted);
+  EXPECT_LE(best_plan_predicted, plan["quality"]["predicted_error"].get<double>() * (1 + 1e-12));
+  EXPECT_DOUBLE_EQ(headroom["ratio"].get<double>(), best_plan_predicted / least_predicted);
   // Long context: the plan and the best uniform pair at 256 and 2,048 tokens (stories260K's
   // context is 2,048, so 8,192 is left out), about 8,192 tokens run per context.
   const auto& lc = plan["quality"]["long_context"];

@@ -272,11 +272,12 @@ TEST(Plan, Fp8ScalesRoundTripAreCheckedAndPinTheFingerprint) {
 namespace kvplan {
 namespace {
 
-// The validation loop's rounds and the report text's rank correlation are written and read back;
-// a malformed round names its field.
+// The validation loop's rounds, the report text's rank correlation and the allocation headroom
+// are written and read back; a malformed round or headroom names its field.
 TEST(Plan, ValidationRoundsRoundTripAndAreChecked) {
   Plan p = small_plan();
   p.results.quality.rank_correlation_on_report = 0.97;
+  p.results.quality.headroom = AllocationHeadroom{0.00014, "q8_0_had/q8_0_had", 0.000197, 0.71};
   p.results.provenance.rounds = {{1, 5, 0.0162, 0.7, "next round with the refit"},
                                  {2, 0, 0.0162, std::nullopt,
                                   "stopped: no unmeasured plan is predicted below the best "
@@ -289,12 +290,21 @@ TEST(Plan, ValidationRoundsRoundTripAndAreChecked) {
   EXPECT_EQ(back.results.provenance.rounds[0].held_out_rank_correlation, 0.7);
   EXPECT_FALSE(back.results.provenance.rounds[1].held_out_rank_correlation);
   EXPECT_EQ(back.results.provenance.rounds[1].next, p.results.provenance.rounds[1].next);
+  ASSERT_TRUE(back.results.quality.headroom);
+  EXPECT_EQ(back.results.quality.headroom->best_uniform, "q8_0_had/q8_0_had");
+  EXPECT_EQ(back.results.quality.headroom->ratio, 0.71);
   EXPECT_EQ(plan_to_json(back), j);
   // Plans written before the fields existed have neither, and write neither.
   const nlohmann::json old = plan_to_json(small_plan());
   EXPECT_FALSE(old["provenance"].contains("rounds"));
   EXPECT_FALSE(old["quality"].contains("rank_correlation_on_report"));
+  EXPECT_FALSE(old["quality"].contains("allocation_headroom"));
   nlohmann::json bad = j;
+  bad["quality"]["allocation_headroom"]["best_uniform"] = 3;
+  EXPECT_NE(expect_error(bad).find("field 'quality.allocation_headroom.best_uniform'"),
+            std::string::npos)
+      << expect_error(bad);
+  bad = j;
   bad["provenance"]["rounds"][0]["measured"] = -1;
   EXPECT_NE(expect_error(bad).find(
                 "plan.json: field 'provenance.rounds[0].measured': expected an integer in 0.."),

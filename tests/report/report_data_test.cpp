@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "report/report_fixtures.h"
 #include "report/html_report.h"
 #include "report/markdown_report.h"
+#include "report/report_fixtures.h"
 
 namespace kvplan::test {
 namespace {
@@ -162,6 +162,25 @@ TEST(ReportData, LongContextRowsAreReadAndRendered) {
   mistyped["quality"]["long_context"]["rows"][0]["plan_mean_kl"] = "small";
   EXPECT_NE(plan_error(mistyped).find("quality.long_context.rows[0].plan_mean_kl"),
             std::string::npos);
+}
+
+// The allocation headroom is a fact of the validation section when the plan records it.
+TEST(ReportData, HeadroomIsShownWhenThePlanRecordsIt) {
+  const Profile profile = tiny_profile();
+  Plan plan = tiny_plan(profile);
+  for (const std::string& page : {report::markdown_report(report::build_report_data(
+                                      {profile, "profile.json"}, {plan, "plan.json"}, {})),
+                                  report::html_report(report::build_report_data(
+                                      {profile, "profile.json"}, {plan, "plan.json"}, {}))}) {
+    EXPECT_EQ(page.find("headroom"), std::string::npos);
+  }
+  plan.results.quality.headroom = AllocationHeadroom{0.0014, "KV8", 0.002, 0.7};
+  const ReportData d =
+      report::build_report_data({profile, "profile.json"}, {plan, "plan.json"}, {});
+  for (const std::string& page : {report::markdown_report(d), report::html_report(d)}) {
+    EXPECT_NE(page.find("headroom (additive surrogate)"), std::string::npos);
+    EXPECT_NE(page.find("0.001400 / 0.002000 (KV8) = 0.700"), std::string::npos) << page;
+  }
 }
 
 TEST(ReportData, RefusesMistypedRecordedFieldsNamingThem) {
