@@ -124,6 +124,14 @@ void bind_plan(nb::module_& m) {
       .def_ro("mean_kl", &BestUniform::mean_kl)
       .def_ro("difference", &BestUniform::difference)
       .def_ro("ratio", &BestUniform::ratio, "plan / best uniform mean KL");
+  nb::class_<AllocationHeadroom>(
+      m, "AllocationHeadroom",
+      "What allocation alone can gain by the profile's additive surrogate: its best plan within "
+      "the budget against the best predicted uniform pair.")
+      .def_ro("best_plan_predicted", &AllocationHeadroom::best_plan_predicted)
+      .def_ro("best_uniform", &AllocationHeadroom::best_uniform)
+      .def_ro("best_uniform_predicted", &AllocationHeadroom::best_uniform_predicted)
+      .def_ro("ratio", &AllocationHeadroom::ratio, "best plan / best uniform, predicted");
   nb::class_<PlanQuality>(m, "PlanQuality", "What the search measured about the plan.")
       .def_ro("metric", &PlanQuality::metric)
       .def_ro("mean_kl", &PlanQuality::mean_kl, "On the report text; None when not validated.")
@@ -137,7 +145,9 @@ void bind_plan(nb::module_& m) {
       .def_ro("rank_correlation_on_report", &PlanQuality::rank_correlation_on_report,
               "The surrogate's ranking of the plan and the measured baselines on the report text "
               "(Spearman); None in plans written before it was recorded.")
-      .def_ro("best_uniform", &PlanQuality::best_uniform);
+      .def_ro("best_uniform", &PlanQuality::best_uniform)
+      .def_ro("headroom", &PlanQuality::headroom,
+              "AllocationHeadroom; None in plans written before it was recorded.");
   nb::class_<UniformBaseline>(m, "UniformBaseline", "A uniform K/V pair beside the plan.")
       .def_ro("kv", &UniformBaseline::kv)
       .def_ro("bytes_per_token", &UniformBaseline::bytes_per_token)

@@ -33,6 +33,9 @@ def test_tune_gives_the_cli_plan(tmp_path, kvplan_binary, stories):
     assert ours["quality"]["mean_kl"] == cli["quality"]["mean_kl"]
     assert tuned.plan.quality.mean_kl == cli["quality"]["mean_kl"]
     assert tuned.plan.quality.best_uniform.mean_kl > 0
+    headroom = tuned.plan.quality.headroom
+    assert headroom.ratio == cli["quality"]["allocation_headroom"]["ratio"]
+    assert 0 < headroom.best_plan_predicted <= headroom.best_uniform_predicted
 
     # search() on the saved profile: the same plan again.
     searched = kvplan.search(kvplan.Profile.load(tmp_path / "profile.json"), stories,
