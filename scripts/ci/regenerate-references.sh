@@ -59,7 +59,10 @@ while [[ $# -gt 0 ]]; do
     --only) only="${2:?--only needs a model: stories260k, smollm2-135m or gemma3-270m}"; shift 2 ;;
     --check) check=1; shift ;;
     --reports-only) reports_only=1; shift ;;
-    --keep) keep="${2:?--keep needs a folder}"; shift 2 ;;
+    --keep)
+      keep="${2:?--keep needs a folder}"
+      [[ "${keep}" == /* ]] || keep="${invoked_from}/${keep}"
+      shift 2 ;;
     --budget) budget_only="${2:?--budget needs bytes per token}"; shift 2 ;;
     --measurements)
       measurements="${2:?--measurements needs a file}"
