@@ -52,7 +52,10 @@ def test_mean_kl_matches_kvplan_eval(setup, config, kvplan_binary, smollm2, samp
     assert ours["scored"] == theirs["scored_tokens"]
     assert ours["ppl_exact"] == pytest.approx(theirs["ppl_exact_kv"], rel=1e-5)
     assert ours["mean_kl"] == pytest.approx(theirs["mean_kl"], rel=0.10)
-    assert ours["top1_agreement"] == pytest.approx(theirs["top1_agreement"], abs=0.02)
+    # Top-1 over 765 positions moves with rounding order alone: on an AVX-512 CPU (2026-12-08)
+    # torch's AVX-512 and AVX2 kernels give q4_0 0.807 and 0.797 against kvplan's 0.784, and the
+    # four configurations sit 0.001-0.022 apart there (0.013 at most with torch on AVX2).
+    assert ours["top1_agreement"] == pytest.approx(theirs["top1_agreement"], abs=0.035)
 
 
 def test_cache_memory_is_the_estimate(setup, reference_plan):
