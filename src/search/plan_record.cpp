@@ -52,7 +52,8 @@ PlanQuality quality_of(const SearchInputs& in, const SearchOutcome& out) {
          c.report.mean_kl, c.report.top1_agreement,
          KlDifference{c.diff, c.diff_low, c.diff_high, paired_verdict(c.diff_low, c.diff_high)}});
   }
-  if (out.best_predicted_uniform && out.best_predicted_uniform->predicted_error > 0) {
+  if (out.best_predicted_uniform && out.best_predicted_uniform->predicted_error > 0 &&
+      std::isfinite(out.best_plan_predicted)) {
     const UniformConfig& u = *out.best_predicted_uniform;
     quality.headroom = AllocationHeadroom{out.best_plan_predicted, u.pair.name(), u.predicted_error,
                                           out.best_plan_predicted / u.predicted_error};
