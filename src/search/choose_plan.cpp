@@ -145,9 +145,13 @@ SearchOutcome choose_plan(const SearchInputs& in) {
   const auto memory_of_uniform = [&](const UniformConfig& u) {
     return budget.measure == MemoryMeasure::kBytes ? u.bytes_per_token : u.equivalent_bits;
   };
+  // A uniform pair the budget holds and the engine runs: a plan of the searched space.
+  const auto eligible = [&](const UniformConfig& u) {
+    return budget.fits(memory_of_uniform(u)) &&
+           engine_runs_uniform(engine, u.pair, static_cast<int>(all.size()), head_dim);
+  };
   for (const UniformConfig& u : uniforms) {
-    if (budget.fits(memory_of_uniform(u)) &&
-        engine_runs_uniform(engine, u.pair, static_cast<int>(all.size()), head_dim)) {
+    if (eligible(u)) {
       out.best_predicted_uniform = u;
       spdlog::info(
           "headroom: the best plan within the budget is predicted at {:.6g}, {:.3f}x the best "
@@ -161,8 +165,7 @@ SearchOutcome choose_plan(const SearchInputs& in) {
   std::vector<ExtraPlan> extra;
   for (const UniformConfig& u : uniforms) {
     if (static_cast<int>(extra.size()) == options.uniform_validations) break;
-    if (!budget.fits(memory_of_uniform(u))) continue;
-    if (!engine_runs_uniform(engine, u.pair, static_cast<int>(all.size()), head_dim)) continue;
+    if (!eligible(u)) continue;
     extra.push_back({"uniform " + u.pair.name(), std::vector<KvPair>(all.size(), u.pair),
                      memory_of_uniform(u), u.layer_errors});
   }
